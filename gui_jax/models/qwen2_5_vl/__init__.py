@@ -1,0 +1,1 @@
+"""gui_jax.models.qwen2_5_vl."""

@@ -1,0 +1,1 @@
+"""gui_jax.train."""

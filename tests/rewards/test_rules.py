@@ -1,0 +1,29 @@
+"""SPEC §2 step-reward presets against a hand-computed table."""
+import numpy as np
+import pytest
+
+from gui_jax.rewards.rules import step_reward_from_flags
+
+# parsed, format_ok (f), type_match, exact_match, paper, code
+TABLE = [
+    (0, 0, 0, 0, 0.0, 0.0),      # unparsable
+    (1, 0, 0, 0, 0.0, 0.09),     # parsed, no thought, wrong type: code s=0.1 → 0.9*0.1
+    (1, 1, 0, 0, 0.1, 0.19),     # parsed with thought, wrong type
+    (1, 1, 1, 0, 0.5, 0.55),     # type only: paper 0.1+0.4; code 0.1+0.45
+    (1, 1, 1, 1, 1.0, 1.0),      # exact
+    (1, 0, 1, 1, 0.0, 0.9),      # exact but no thought: paper gates everything on f
+    (1, 0, 1, 0, 0.0, 0.45),
+    (0, 0, 1, 1, 0.0, 0.0),      # flags from an unparsed response never count
+]
+
+
+@pytest.mark.parametrize("preset,col", [("paper", 4), ("code", 5)])
+def test_presets_match_hand_table(preset, col):
+    arr = np.array(TABLE, dtype=np.float32)
+    r = step_reward_from_flags(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], preset)
+    np.testing.assert_allclose(np.asarray(r), arr[:, col], atol=1e-7)
+
+
+def test_unknown_preset():
+    with pytest.raises(ValueError, match="unknown step-reward preset 'nope'"):
+        step_reward_from_flags([1], [1], [1], [1], "nope")
