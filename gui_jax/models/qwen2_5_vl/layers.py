@@ -1,0 +1,93 @@
+"""Building blocks shared by the vision tower and the text decoder.
+
+Every weight is an `nnx.Param` carrying its logical axis names in the `out_sharding` metadata (read them with
+`nnx.get_partition_spec(nnx.state(model))` or `logical_axes(model)` in model.py). Eager sharding is off: the
+sharding layer maps logical names to a mesh afterwards.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def dtype_of(name) -> jnp.dtype:
+  return jnp.dtype(name)
+
+
+def make_param(rngs: nnx.Rngs | None, shape: tuple[int, ...], axes: tuple[str | None, ...], dtype,
+               init: str = "normal", scale: float = 0.02) -> nnx.Param:
+  """A parameter with logical axes; init 'normal' (std `scale`), 'zeros' or 'ones'."""
+  if len(axes) != len(shape):
+    raise ValueError(f"axes {axes} do not match shape {shape}")
+  if init == "normal":
+    value = scale * jax.random.normal(rngs.params(), shape, dtype)
+  elif init == "zeros":
+    value = jnp.zeros(shape, dtype)
+  elif init == "ones":
+    value = jnp.ones(shape, dtype)
+  else:
+    raise ValueError(f"unknown init {init!r}")
+  return nnx.Param(value, out_sharding=tuple(axes), eager_sharding=False)
+
+
+class Linear(nnx.Module):
+  """y = x @ kernel (+ bias). kernel [in, out] (HF stores weight [out, in]); logical axes (in_axis, out_axis)."""
+
+  def __init__(self, din: int, dout: int, axes: tuple[str | None, str | None], *, bias: bool, dtype, param_dtype,
+               rngs: nnx.Rngs):
+    self.kernel = make_param(rngs, (din, dout), axes, param_dtype)
+    self.bias = make_param(rngs, (dout,), (axes[1],), param_dtype, init="zeros") if bias else None
+    self.dtype = dtype
+
+  def __call__(self, x: jax.Array) -> jax.Array:
+    y = jnp.dot(x.astype(self.dtype), self.kernel[...].astype(self.dtype))
+    if self.bias is not None:
+      y = y + self.bias[...].astype(self.dtype)
+    return y
+
+
+class RMSNorm(nnx.Module):
+  """x * rsqrt(mean(x^2) + eps) computed in float32, cast back, then scaled (HF Qwen2 order)."""
+
+  def __init__(self, dim: int, eps: float, axis: str, *, dtype, param_dtype):
+    self.scale = make_param(None, (dim,), (axis,), param_dtype, init="ones")
+    self.eps = eps
+    self.dtype = dtype
+
+  def __call__(self, x: jax.Array) -> jax.Array:
+    xf = x.astype(jnp.float32)
+    xf = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + self.eps)
+    return self.scale[...].astype(self.dtype) * xf.astype(self.dtype)
+
+
+def rotate_half(x: jax.Array) -> jax.Array:
+  """[x1, x2] -> [-x2, x1] over the last axis (the RoPE pairing used by Qwen)."""
+  x1, x2 = jnp.split(x, 2, axis=-1)
+  return jnp.concatenate([-x2, x1], axis=-1)
+
+
+def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+  """x [..., L, H, D]; cos/sin [..., L, D] broadcast over heads; rotation in float32."""
+  xf = x.astype(jnp.float32)
+  c, s = cos[..., None, :].astype(jnp.float32), sin[..., None, :].astype(jnp.float32)
+  return (xf * c + rotate_half(xf) * s).astype(x.dtype)
+
+
+def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float) -> jax.Array:
+  """Softmax attention with grouped kv heads.
+
+  q [B, Lq, H, D], k/v [B, Lk, KV, D] (H multiple of KV), mask [B, Lq, Lk] bool (True = may attend).
+  Returns [B, Lq, H, D]. Fully masked rows give zeros (padding queries), not NaN.
+  """
+  b, lq, h, d = q.shape
+  kv = k.shape[2]
+  g = h // kv
+  qg = q.reshape(b, lq, kv, g, d)
+  logits = jnp.einsum("bqkgd,bskd->bkgqs", qg, k).astype(jnp.float32) * scale
+  m = mask[:, None, None, :, :]
+  logits = jnp.where(m, logits, jnp.finfo(jnp.float32).min)
+  probs = jax.nn.softmax(logits, axis=-1)
+  probs = jnp.where(m, probs, 0.0).astype(v.dtype)
+  out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v)
+  return out.reshape(b, lq, h, d)

@@ -1,0 +1,267 @@
+"""Advantage estimators (SPEC §4, §6, §7 SPA, §8 GAE), registered by name.
+
+All groupings are keyed by ids through segment ops (never by reshaping), so filtered or uneven groups
+work. Ids may be any int32 values in any order. Every function here is jittable (float/static args
+such as gamma, ddof, eps must be Python numbers; pass them with functools.partial or static_argnames).
+
+Standard deviation: ddof=1 (unbiased, like torch.std used by verl's GRPO) is the default everywhere;
+the SPEC leaves it open. A group with a single member (or zero total weight) gets advantage 0 (SPEC
+§4), not verl's "mean 0, std 1". Normalisation is (x − mean)/(std + eps), eps = 1e-6.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+EPS = 1e-6
+
+
+def dense_ids(ids: jax.Array) -> jax.Array:
+    """Map arbitrary int ids [N] to dense ids in [0, N) (equal ids -> equal dense id); jittable."""
+    _, inv = jnp.unique(ids, return_inverse=True, size=ids.shape[0])
+    return inv.reshape(ids.shape).astype(jnp.int32)
+
+
+def dense_pair_ids(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Dense ids [N] in [0, N) for the pairs (a_i, b_i); jittable."""
+    pairs = jnp.stack([a.astype(jnp.int32), b.astype(jnp.int32)], axis=1)
+    _, inv = jnp.unique(pairs, return_inverse=True, size=a.shape[0], axis=0)
+    return inv.reshape(a.shape).astype(jnp.int32)
+
+
+def group_standardize(x: jax.Array, group_ids: jax.Array, valid: Optional[jax.Array] = None,
+                      weights: Optional[jax.Array] = None, *, ddof: int = 1, eps: float = EPS) -> jax.Array:
+    """(x − group mean)/(group std + eps) [N]; x, group_ids, valid, weights all [N].
+
+    Entries with valid = 0 neither count nor receive a value (0). weights are frequency weights
+    (an entry with weight T counts as T copies): mean = Σwx/Σw, var = Σw(x−m)²/(Σw − ddof).
+    Groups whose total weight is ≤ 1 (size-1 groups) give 0.
+    """
+    x = x.astype(jnp.float32)
+    n = x.shape[0]
+    v = jnp.ones((n,), jnp.float32) if valid is None else valid.astype(jnp.float32)
+    w = v if weights is None else v * weights.astype(jnp.float32)
+    gid = dense_ids(group_ids)
+    wsum = jax.ops.segment_sum(w, gid, num_segments=n)
+    mean = jax.ops.segment_sum(w * x, gid, num_segments=n) / jnp.maximum(wsum, 1e-12)
+    dev = x - mean[gid]
+    var = jax.ops.segment_sum(w * dev * dev, gid, num_segments=n) / jnp.maximum(wsum - ddof, 1e-12)
+    std = jnp.sqrt(jnp.maximum(var, 0.0))
+    adv = dev / (std[gid] + eps)
+    return jnp.where((wsum[gid] > 1.0) & (v > 0), adv, 0.0)
+
+
+def group_std(x: jax.Array, group_ids: jax.Array, *, ddof: int = 1) -> tuple[jax.Array, jax.Array]:
+    """Per-entry std of its group's x and the group size, both [N] (std 0 for size-1 groups)."""
+    x = x.astype(jnp.float32)
+    n = x.shape[0]
+    gid = dense_ids(group_ids)
+    cnt = jax.ops.segment_sum(jnp.ones((n,), jnp.float32), gid, num_segments=n)
+    mean = jax.ops.segment_sum(x, gid, num_segments=n) / jnp.maximum(cnt, 1.0)
+    dev = x - mean[gid]
+    var = jax.ops.segment_sum(dev * dev, gid, num_segments=n) / jnp.maximum(cnt - ddof, 1e-12)
+    std = jnp.where(cnt > 1, jnp.sqrt(jnp.maximum(var, 0.0)), 0.0)
+    return std[gid], cnt[gid]
+
+
+# --------------------------------------------------------------------------- GRPO (§6)
+def grpo_trajectory(rewards: jax.Array, group_ids: jax.Array, *, ddof: int = 1, eps: float = EPS) -> jax.Array:
+    """Trajectory GRPO advantage A [N] = (R − group mean)/(group std + eps); rewards, group_ids [N]."""
+    return group_standardize(rewards, group_ids, ddof=ddof, eps=eps)
+
+
+# --------------------------------------------------------------------------- UI-S1 (§4)
+def discounted_returns(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.Array,
+                       mismatch: Optional[jax.Array] = None, *, gamma: float = 0.5,
+                       cut_at_mismatch: bool = True) -> jax.Array:
+    """R_t = r_t + γ·R_{t+1} within each trajectory, computed backwards; all inputs [T_total].
+
+    Steps may come in any order; they are sorted by (traj_id, step_index). With cut_at_mismatch, a
+    mismatched step gets R_t = r_t and the step before it gets no return from it either (SPEC §4).
+    """
+    r = rewards.astype(jnp.float32)
+    mm = jnp.zeros(r.shape, bool) if mismatch is None else mismatch.astype(bool)
+    order = jnp.lexsort((step_index, traj_ids))  # primary key: trajectory, then step
+    r_s, traj_s, mm_s = r[order], traj_ids[order], mm[order]
+    same_next = jnp.concatenate([traj_s[1:] == traj_s[:-1], jnp.zeros((1,), bool)])
+    link = same_next
+    if cut_at_mismatch:
+        mm_next = jnp.concatenate([mm_s[1:], jnp.zeros((1,), bool)])
+        link = link & ~mm_s & ~mm_next
+    coef = jnp.where(link, gamma, 0.0).astype(jnp.float32)
+
+    def body(carry, xs):
+        rt, ct = xs
+        ret = rt + ct * carry
+        return ret, ret
+
+    _, ret_s = jax.lax.scan(body, jnp.float32(0.0), (r_s, coef), reverse=True)
+    return jnp.zeros_like(r).at[order].set(ret_s)
+
+
+def ui_s1_semi_online(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.Array, group_ids: jax.Array,
+                      mismatch: Optional[jax.Array] = None, *, gamma: float = 0.5, omega: float = 1.0,
+                      cut_at_mismatch: bool = True, ddof: int = 1, eps: float = EPS) -> dict[str, jax.Array]:
+    """UI-S1 dual-level advantage per step (SPEC §4); all inputs are per step [T_total].
+
+    group_ids: the task (group of N rollouts) of each step's trajectory.
+    Returns {'advantages': A^E + ω·A^S, 'returns': R_t, 'step_adv': A^S (grouped by task and step
+    index), 'episode_adv': A^E (over the task's trajectories, R(τ) = Σ_t r_t)}, each [T_total].
+    """
+    r = rewards.astype(jnp.float32)
+    n = r.shape[0]
+    ret = discounted_returns(r, traj_ids, step_index, mismatch, gamma=gamma, cut_at_mismatch=cut_at_mismatch)
+    step_groups = dense_pair_ids(group_ids, step_index)
+    step_adv = group_standardize(ret, step_groups, ddof=ddof, eps=eps)
+    # Episode level: one slot per trajectory (dense traj id); slots beyond the number of trajectories
+    # are invalid.
+    tid = dense_ids(traj_ids)
+    slot_used = jax.ops.segment_sum(jnp.ones((n,), jnp.float32), tid, num_segments=n) > 0
+    traj_return = jax.ops.segment_sum(r, tid, num_segments=n)
+    traj_group = jax.ops.segment_max(group_ids.astype(jnp.int32), tid, num_segments=n)
+    traj_group = jnp.where(slot_used, traj_group, jnp.iinfo(jnp.int32).min)
+    ep_adv_traj = group_standardize(traj_return, traj_group, valid=slot_used, ddof=ddof, eps=eps)
+    ep_adv = ep_adv_traj[tid]
+    return {"advantages": ep_adv + omega * step_adv, "returns": ret, "step_adv": step_adv,
+            "episode_adv": ep_adv}
+
+
+def dynamic_sampling_keep(step0_returns: jax.Array, group_ids: jax.Array, *, eta: float = 0.3,
+                          ddof: int = 1) -> jax.Array:
+    """Keep mask [N] (per rollout, equal within a group): group std of step-0 return > η, or the group
+    has one rollout (SPEC §4, DAPO-style). step0_returns, group_ids [N]."""
+    std, cnt = group_std(step0_returns, group_ids, ddof=ddof)
+    return (std > eta) | (cnt <= 1)
+
+
+# --------------------------------------------------------------------------- SPA (§7)
+def spa_rewards(success: jax.Array, lengths: jax.Array, group_ids: jax.Array, *, alpha: float = 1.0) -> jax.Array:
+    """Shortest-path adjusted reward r̃ [N]: success → 1 − α(T_i − T_min)/T_i, failure → 0.
+
+    success [N] {0,1}, lengths [N] int ≥ 1, group_ids [N]; T_min = shortest successful length in the group.
+    """
+    n = success.shape[0]
+    ok = success.astype(bool)
+    t = lengths.astype(jnp.float32)
+    gid = dense_ids(group_ids)
+    big = jnp.float32(3.0e38)
+    t_min = jax.ops.segment_min(jnp.where(ok, t, big), gid, num_segments=n)[gid]
+    return jnp.where(ok, 1.0 - alpha * (t - t_min) / jnp.maximum(t, 1.0), 0.0)
+
+
+def spa(success: jax.Array, lengths: jax.Array, group_ids: jax.Array, *, alpha: float = 1.0,
+        ddof: int = 1, eps: float = EPS) -> dict[str, jax.Array]:
+    """SPA trajectory advantage [N]: r̃_i broadcast to its T_i steps, standardised over all steps of
+    the group (step-weighted mean/std, ddof counted in steps). Returns {'advantages', 'rewards'}."""
+    r = spa_rewards(success, lengths, group_ids, alpha=alpha)
+    adv = group_standardize(r, group_ids, weights=lengths.astype(jnp.float32), ddof=ddof, eps=eps)
+    return {"advantages": adv, "rewards": r}
+
+
+# --------------------------------------------------------------------------- GAE (§8)
+def gae(rewards: jax.Array, values: jax.Array, mask: jax.Array, *, gamma: float = 1.0,
+        lam: float = 1.0) -> tuple[jax.Array, jax.Array]:
+    """Step-level GAE. rewards [B, T]; values [B, T+1] (values[b, T_b] = bootstrap value after the
+    last valid step, 0 if terminal) or [B, T] (terminal, bootstrap 0); mask [B, T] valid-step prefix.
+    Returns (advantages [B, T], returns = A + V [B, T]), both 0 where mask = 0.
+    """
+    b, t = rewards.shape
+    if values.shape == (b, t):
+        values = jnp.concatenate([values, jnp.zeros((b, 1), values.dtype)], axis=1)
+    if values.shape != (b, t + 1):
+        raise ValueError(f"gae: values must be [B, T] or [B, T+1] = {(b, t + 1)}, got {values.shape}")
+    m = mask.astype(jnp.float32)
+    v = values.astype(jnp.float32)
+    r = rewards.astype(jnp.float32)
+    next_valid = jnp.concatenate([m[:, 1:], jnp.zeros((b, 1), jnp.float32)], axis=1)
+    delta = r + gamma * v[:, 1:] - v[:, :-1]
+
+    def body(next_adv, xs):
+        d, nv, mt = xs
+        a = (d + gamma * lam * nv * next_adv) * mt
+        return a, a
+
+    _, adv_t = jax.lax.scan(body, jnp.zeros((b,), jnp.float32), (delta.T, next_valid.T, m.T), reverse=True)
+    adv = adv_t.T
+    return adv, (adv + v[:, :-1]) * m
+
+
+def token_gae(token_rewards: jax.Array, token_values: jax.Array, response_mask: jax.Array, *,
+              gamma: float = 1.0, lam: float = 1.0) -> tuple[jax.Array, jax.Array]:
+    """Token-level GAE over the response tokens of multi-turn rows [B, L]; tokens with mask 0 (prompt,
+    observation, padding) are skipped (the recursion jumps over them). Bootstrap after the last
+    response token is 0. Put each step's reward on its last response token (`rewards_on_last_token`).
+    Returns (advantages, returns), 0 off the mask.
+    """
+    b, _ = token_rewards.shape
+    m = response_mask.astype(jnp.float32)
+
+    def body(carry, xs):
+        next_v, next_a = carry
+        r, v, mt = xs
+        a = r + gamma * next_v - v + gamma * lam * next_a
+        on = mt > 0
+        carry = (jnp.where(on, v, next_v), jnp.where(on, a, next_a))
+        return carry, jnp.where(on, a, 0.0)
+
+    init = (jnp.zeros((b,), jnp.float32), jnp.zeros((b,), jnp.float32))
+    xs = (token_rewards.astype(jnp.float32).T, token_values.astype(jnp.float32).T, m.T)
+    _, adv_t = jax.lax.scan(body, init, xs, reverse=True)
+    adv = adv_t.T
+    return adv, (adv + token_values.astype(jnp.float32)) * m
+
+
+def rewards_on_last_token(step_rewards: jax.Array, step_ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """Token rewards [B, L]: step_rewards[b, s] [B, S] placed on the last masked token of step s in row b.
+    step_ids [B, L] (−1 for none), mask [B, L]."""
+    b, l = step_ids.shape
+    valid = (mask > 0) & (step_ids >= 0)
+    pos = jnp.broadcast_to(jnp.arange(l), (b, l))
+    # last token of a step: no later masked token of the same step in the row.
+    seg = jnp.arange(b)[:, None] * l + jnp.clip(step_ids, 0, l - 1)
+    last_pos = jax.ops.segment_max(jnp.where(valid, pos, -1).reshape(-1), seg.reshape(-1), num_segments=b * l)
+    is_last = valid & (pos == last_pos[seg])
+    s = step_rewards.shape[1]
+    vals = jnp.take_along_axis(step_rewards.astype(jnp.float32), jnp.clip(step_ids, 0, s - 1), axis=1)
+    return jnp.where(is_last, vals, 0.0)
+
+
+def broadcast_to_tokens(step_values: jax.Array, step_ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """Token values [B, L] = step_values[b, step_ids[b, l]] ([B, S]) on masked tokens with a step, else 0."""
+    s = step_values.shape[1]
+    vals = jnp.take_along_axis(step_values.astype(jnp.float32), jnp.clip(step_ids, 0, s - 1), axis=1)
+    return jnp.where((mask > 0) & (step_ids >= 0), vals, 0.0)
+
+
+# --------------------------------------------------------------------------- registry
+ADVANTAGE_ESTIMATORS: dict[str, Callable] = {
+    "grpo_trajectory": grpo_trajectory,
+    "ui_s1_semi_online": ui_s1_semi_online,
+    "spa": spa,
+    "gae": gae,
+    "token_gae": token_gae,
+}
+
+
+def get_estimator(name: str) -> Callable:
+    """The advantage estimator registered as `name` (see ADVANTAGE_ESTIMATORS)."""
+    try:
+        return ADVANTAGE_ESTIMATORS[name]
+    except KeyError:
+        raise KeyError(f"unknown advantage estimator {name!r}; known: {sorted(ADVANTAGE_ESTIMATORS)}") from None
+
+
+def register_estimator(name: str, fn: Callable) -> Callable:
+    """Register `fn` under `name` (overwriting is an error)."""
+    if name in ADVANTAGE_ESTIMATORS:
+        raise KeyError(f"advantage estimator {name!r} is already registered")
+    ADVANTAGE_ESTIMATORS[name] = fn
+    return fn
+
+
+def as_numpy(tree) -> dict:
+    """Host copy of an estimator's output dict (numpy float32), for the batch builder."""
+    return jax.tree_util.tree_map(np.asarray, tree)

@@ -1,0 +1,64 @@
+"""Orbax checkpoints of a TrainState plus JSON side-state (data iterator, samplers, curricula).
+
+One folder per step under `<workdir>/checkpoints`; `restore_latest` returns None on a fresh run.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import jax
+import orbax.checkpoint as ocp
+
+from gui_jax.train.state import TrainState
+
+
+class Checkpointer:
+    def __init__(self, directory: str, *, max_to_keep: int = 3, save_every: int = 100):
+        self.directory = os.path.abspath(directory)
+        self.save_every = save_every
+        self.manager = ocp.CheckpointManager(
+            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
+
+    def should_save(self, step: int) -> bool:
+        return self.save_every > 0 and step % self.save_every == 0
+
+    def save(self, state: TrainState, extra: Optional[dict] = None, *, force: bool = False) -> bool:
+        """Saves the state and a JSON-serialisable `extra` dict; blocks until written."""
+        saved = self.manager.save(
+            state.step,
+            args=ocp.args.Composite(state=ocp.args.StandardSave(state.as_pytree()),
+                                    extra=ocp.args.JsonSave(extra or {})),
+            force=force)
+        self.manager.wait_until_finished()
+        return saved
+
+    def latest_step(self) -> Optional[int]:
+        return self.manager.latest_step()
+
+    def restore(self, step: int, template: TrainState) -> tuple[TrainState, dict]:
+        """Restores step `step` with shapes/dtypes/shardings taken from `template`."""
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template.as_pytree())
+        out = self.manager.restore(
+            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
+                                          extra=ocp.args.JsonRestore()))
+        return TrainState.from_pytree(out["state"]), dict(out["extra"] or {})
+
+    def restore_latest(self, template: TrainState) -> Optional[tuple[TrainState, dict]]:
+        step = self.latest_step()
+        return None if step is None else self.restore(step, template)
+
+    def close(self) -> None:
+        self.manager.close()
+
+
+def save_params(params: Any, directory: str) -> None:
+    """Params only (e.g. a finished stage's weights), restorable with `load_params`."""
+    ckptr = ocp.StandardCheckpointer()
+    ckptr.save(os.path.abspath(directory), params, force=True)
+    ckptr.wait_until_finished()
+
+
+def load_params(directory: str, template: Any) -> Any:
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
+    return ocp.StandardCheckpointer().restore(os.path.abspath(directory), abstract)
