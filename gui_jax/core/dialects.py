@@ -260,6 +260,8 @@ def _format_uitars(a: Action, thought: str) -> str:
 
 def _parse_uitars(text: str) -> tuple[str, Action]:
     matches = list(_ACTION_LINE.finditer(text))
+    if not matches:  # lenient: "Thought: … Action: call" on one line
+        matches = list(re.finditer(r"Action:[ \t]*", text))
     if not matches:
         raise _Bad("no 'Action:' line")
     m = matches[-1]

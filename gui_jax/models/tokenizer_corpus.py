@@ -65,6 +65,50 @@ THOUGHTS = (
 )
 
 
+# Everyday words of phone UIs, settings pages, notifications and instructions.
+COMMON_WORDS = tuple("""
+the a an and or not of to in on at for with from by about into over after before under between
+is are was were be been being have has had do does did will would can could should may might must
+I you he she it we they me him her us them my your his its our their this that these those here there
+what which who when where why how all any each every some many more most other such no only own same
+so than too very just also now then again once still yet already always never often sometimes
+open close tap press hold swipe scroll type enter select choose pick check uncheck toggle switch turn
+add remove delete create edit rename move copy paste cut share send reply forward save cancel confirm
+search find show hide view list sort filter clear reset update refresh download upload install
+start stop pause resume play record repeat shuffle skip mute unmute volume brightness battery
+set change enable disable allow deny block unblock sync backup restore sign login logout account
+password email address phone number name first last middle nickname company title label note notes
+message messages chat call calls missed incoming outgoing contact contacts favorite favorites group
+alarm alarms timer stopwatch clock bedtime snooze dismiss ringtone vibrate daily weekdays weekends
+event events calendar reminder reminders schedule meeting appointment today tomorrow yesterday week
+month year day days hour hours minute minutes second seconds morning afternoon evening night noon
+file files folder folders document documents downloads pictures photos images videos music audio
+song songs album albums artist artists playlist playlists track tracks recording recordings
+expense expenses income budget category categories amount total price cost date time currency
+recipe recipes ingredient ingredients directions servings prep cook minutes description source
+settings network internet connections display sound notifications storage apps privacy security
+location system about device developer options language keyboard accessibility wallpaper theme
+screen home lock unlock notification panel quick status bar navigation gesture button buttons
+tab tabs page pages menu item items option options field fields text box dialog popup window
+top bottom left right up down middle center next previous back forward first last new old recent
+yes no ok done finish finished complete completed success failure error warning info loading wait
+please tap the button to continue your changes have been saved are you sure you want to delete this
+permission required access camera microphone storage contacts location while using only this time
+goal task step steps action actions history screenshot current previous answer question result
+click long press double input output value values element elements index bounds width height
+""".split())
+
+
+def help_sentence(rng: random.Random) -> str:
+    """A loosely grammatical UI/instruction sentence built from COMMON_WORDS (word coverage)."""
+    words = [rng.choice(COMMON_WORDS) for _ in range(rng.randint(4, 14))]
+    if rng.random() < 0.5:
+        words[0] = words[0].capitalize()
+    if rng.random() < 0.1:
+        words = [w.upper() for w in words]
+    return " ".join(words) + rng.choice((".", "?", "!", ":", "", "..."))
+
+
 def _name(rng: random.Random) -> str:
     return f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
 
@@ -277,6 +321,7 @@ def corpus_lines(seed: int = 0, n_examples: int = 6000, extra_lines: Iterable[st
     for _ in range(n_examples):
         yield from example(rng)
         yield goal(rng)
+        yield help_sentence(rng)
     yield from (line for line in extra_lines if line)
 
 

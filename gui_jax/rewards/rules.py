@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -62,15 +62,21 @@ def judge_response(text: str, dialect: str, expert: Action, *, image_size: tuple
                    expert_bbox: Optional[BBox] = None, preset: str = "paper",
                    require_thought: bool = True, bbox_scale: float = 1.2,
                    dist_threshold: float = 0.04,
-                   elements: Optional[Sequence[BBox]] = None) -> StepJudgement:
-    """Parses `text` in `dialect`, matches against `expert`, returns reward and flags."""
+                   elements: Optional[Sequence[BBox]] = None,
+                   pred_transform: Optional[Callable[[Action], Action]] = None) -> StepJudgement:
+    """Parses `text` in `dialect`, matches against `expert`, returns reward and flags.
+
+    pred_transform maps the parsed action into the expert's coordinate frame (e.g. model image
+    pixels → screen pixels) before matching; `image_size` is that frame's size.
+    """
     _check_preset(preset)
     try:
         thought, action = parse_response(text, dialect)
     except ActionParseError as e:
         return StepJudgement(0.0, False, False, False, False, error=str(e))
     format_ok = bool(thought.strip()) if require_thought else True
-    tm, em = match_action(action, expert, image_size=image_size, expert_bbox=expert_bbox,
+    matched_action = pred_transform(action) if pred_transform is not None else action
+    tm, em = match_action(matched_action, expert, image_size=image_size, expert_bbox=expert_bbox,
                           bbox_scale=bbox_scale, dist_threshold=dist_threshold, elements=elements)
     r = float(step_reward_from_flags([True], [format_ok], [tm], [em], preset)[0])
     return StepJudgement(r, True, format_ok, tm, em, thought=thought, action=action)

@@ -129,6 +129,23 @@ def ui_s1_semi_online(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.A
             "episode_adv": ep_adv}
 
 
+def ui_s1_semi_online_dense(rewards: jax.Array, mask: jax.Array, mismatch: Optional[jax.Array] = None,
+                            **kwargs) -> dict[str, jax.Array]:
+    """Padded variant of `ui_s1_semi_online`: rewards, mask, mismatch [G tasks, N rollouts, T steps]
+    (mask = valid-step prefix). Returns the same dict with every array [G, N, T] (0 where mask = 0).
+    Padding steps are given their own singleton task and trajectory ids, so they affect nothing."""
+    g, n, t = rewards.shape
+    m = mask.astype(bool).reshape(-1)
+    gi, ni, ti = jnp.meshgrid(jnp.arange(g), jnp.arange(n), jnp.arange(t), indexing="ij")
+    flat = jnp.arange(g * n * t, dtype=jnp.int32)
+    traj = jnp.where(m, (gi * n + ni).reshape(-1), g * n + flat)
+    task = jnp.where(m, gi.reshape(-1), g + flat)
+    mm = None if mismatch is None else mismatch.reshape(-1).astype(bool)
+    out = ui_s1_semi_online(jnp.where(m, rewards.reshape(-1), 0.0), traj, ti.reshape(-1).astype(jnp.int32),
+                            task, mm, **kwargs)
+    return {k: jnp.where(m, v, 0.0).reshape(g, n, t) for k, v in out.items()}
+
+
 def dynamic_sampling_keep(step0_returns: jax.Array, group_ids: jax.Array, *, eta: float = 0.3,
                           ddof: int = 1) -> jax.Array:
     """Keep mask [N] (per rollout, equal within a group): group std of step-0 return > η, or the group
@@ -240,6 +257,7 @@ def broadcast_to_tokens(step_values: jax.Array, step_ids: jax.Array, mask: jax.A
 ADVANTAGE_ESTIMATORS: dict[str, Callable] = {
     "grpo_trajectory": grpo_trajectory,
     "ui_s1_semi_online": ui_s1_semi_online,
+    "ui_s1_semi_online_dense": ui_s1_semi_online_dense,
     "spa": spa,
     "gae": gae,
     "token_gae": token_gae,
@@ -260,6 +278,13 @@ def register_estimator(name: str, fn: Callable) -> Callable:
         raise KeyError(f"advantage estimator {name!r} is already registered")
     ADVANTAGE_ESTIMATORS[name] = fn
     return fn
+
+
+def index_ids(keys) -> np.ndarray:
+    """Host helper: int32 ids [N] for arbitrary hashable keys (task names, (task, seed) tuples), equal
+    keys → equal ids, numbered by first appearance. Estimator ids must fit in int32 (x64 is off)."""
+    table: dict = {}
+    return np.array([table.setdefault(k, len(table)) for k in keys], dtype=np.int32)
 
 
 def as_numpy(tree) -> dict:

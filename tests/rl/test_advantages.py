@@ -73,11 +73,9 @@ def test_ui_s1_semi_online_hand_values():
     got = {(int(t), int(s)): i for i, (t, s) in enumerate(zip(traj, step))}
     adv = np.asarray(out["advantages"])
     # task 10: step and episode advantages are all ±1/sqrt(2)·... = ±0.7071 each -> ±sqrt(2) combined.
-    for s_ in (0, 1):
-        np.testing.assert_allclose(adv[got[(0, s_)]], 2 * (0.25 / math.sqrt(0.125)) if s_ == 0 else 2 * S2 * 1,
-                                   atol=TOL)
-    np.testing.assert_allclose(adv[got[(0, 0)]], math.sqrt(2), atol=TOL)
-    np.testing.assert_allclose(adv[got[(1, 1)]], -math.sqrt(2), atol=TOL)
+    for t, sign in ((0, 1.0), (1, -1.0)):
+        for s_ in (0, 1):
+            np.testing.assert_allclose(adv[got[(t, s_)]], sign * math.sqrt(2), atol=TOL)
     # task 20 returns at step 0: traj2 1, traj3 1 + .5(1 + .5) = 1.75, traj4 .1
     r0 = [1.0, 1.75, 0.1]
     m0, s0 = sum(r0) / 3, _std1(r0)
@@ -188,3 +186,21 @@ def test_token_placement_helpers():
     np.testing.assert_allclose(np.asarray(tok), [[0, 0, 2, 0, 0, 3, 0], [0, 5, 0, 0, 0, 0, 0]])
     bt = A.broadcast_to_tokens(step_r, step_ids, mask)
     np.testing.assert_allclose(np.asarray(bt), [[0, 2, 2, 0, 3, 3, 0], [5, 5, 0, 0, 0, 0, 0]])
+
+
+def test_ui_s1_dense_matches_flat_and_index_ids():
+    # 2 tasks x 2 rollouts x 3 steps with uneven valid lengths.
+    rew = jnp.array([[[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]], [[0.5, 0.2, 1.0], [0.1, 9.0, 9.0]]])
+    mask = jnp.array([[[1, 1, 0], [1, 1, 0]], [[1, 1, 1], [1, 0, 0]]])
+    mm = jnp.zeros(rew.shape, bool).at[1, 0, 1].set(True)
+    dense = A.ui_s1_semi_online_dense(rew, mask, mm, gamma=0.5)
+    rows = [(g * 2 + n, t, g, float(rew[g, n, t]), bool(mm[g, n, t]))
+            for g in range(2) for n in range(2) for t in range(3) if mask[g, n, t]]
+    traj, step, task, r, m = (jnp.asarray(np.array(c)) for c in zip(*rows))
+    flat = A.ui_s1_semi_online(r.astype(jnp.float32), traj, step, task, m, gamma=0.5)
+    got = np.asarray(dense["advantages"])[np.asarray(mask, bool)]
+    np.testing.assert_allclose(got, np.asarray(flat["advantages"]), atol=1e-6)
+    assert np.all(np.asarray(dense["advantages"])[~np.asarray(mask, bool)] == 0)
+    # cut at mismatch in task 1 rollout 0: R = [0.5, 0.2, 1.0]
+    np.testing.assert_allclose(np.asarray(dense["returns"][1, 0]), [0.5, 0.2, 1.0], atol=1e-6)
+    np.testing.assert_array_equal(A.index_ids(["b", ("a", 1), "b", "c"]), [0, 1, 0, 2])

@@ -1,0 +1,185 @@
+"""Evaluation metrics (SPEC §11): SOP, AndroidControl step metrics, online success and pass@k,
+AndroidLab ratios, reward-model F1. Host-side numpy; every function takes plain sequences/arrays and
+returns floats (or dicts of floats). Rates are fractions in [0, 1]; NaN where a quantity is undefined
+(no episodes in a bucket, no successful episode, no predicted positive)."""
+from __future__ import annotations
+
+import math
+from typing import Hashable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+LENGTH_BUCKETS = ("<5", "5-10", ">10")
+
+
+def _arr(x, dtype=np.float64) -> np.ndarray:
+    return np.asarray(x, dtype=dtype).reshape(-1)
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x)) if x.size else float("nan")
+
+
+# --------------------------------------------------------------------------- SOP (UI-S1 A.5)
+def sop_metrics(successful_steps: Sequence[int], total_steps: Sequence[int]) -> dict[str, float]:
+    """PG = mean s_i/t_i, TSR = mean 1[s_i = t_i], Score = (PG + TSR)/2 over N episodes."""
+    s, t = _arr(successful_steps), _arr(total_steps)
+    if s.shape != t.shape:
+        raise ValueError(f"sop_metrics: {s.size} successful_steps vs {t.size} total_steps")
+    if np.any(t <= 0) or np.any(s < 0) or np.any(s > t):
+        bad = int(np.nonzero((t <= 0) | (s < 0) | (s > t))[0][0])
+        raise ValueError(f"sop_metrics: episode {bad} has s={s[bad]}, t={t[bad]}; need 0 ≤ s ≤ t, t ≥ 1")
+    pg = _mean(s / t)
+    tsr = _mean((s == t).astype(np.float64))
+    return {"PG": pg, "TSR": tsr, "Score": (pg + tsr) / 2}
+
+
+# --------------------------------------------------------------------------- step metrics (AndroidControl)
+def step_metrics(type_match: Sequence[bool], exact_match: Sequence[bool],
+                 is_grounding: Optional[Sequence[bool]] = None) -> dict[str, float]:
+    """TM = mean type match; SR = mean step success (exact match); GR = exact-match accuracy over the
+    grounding steps (expert action targets a point: click / long_press), NaN if none given.
+
+    All inputs are per step [S]; is_grounding marks the steps that count for GR.
+    """
+    tm, em = _arr(type_match, bool), _arr(exact_match, bool)
+    if tm.shape != em.shape:
+        raise ValueError(f"step_metrics: {tm.size} type_match vs {em.size} exact_match")
+    if np.any(em & ~tm):
+        raise ValueError("step_metrics: a step has exact_match without type_match")
+    out = {"TM": _mean(tm.astype(np.float64)), "SR": _mean(em.astype(np.float64))}
+    if is_grounding is not None:
+        g = _arr(is_grounding, bool)
+        if g.shape != tm.shape:
+            raise ValueError(f"step_metrics: {g.size} is_grounding vs {tm.size} steps")
+        out["GR"] = _mean(em[g].astype(np.float64))
+    else:
+        out["GR"] = float("nan")
+    return out
+
+
+# --------------------------------------------------------------------------- online success
+def pass_at_k_unbiased(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n trials with c successes: 1 − C(n−c, k)/C(n, k) (Chen et al. 2021)."""
+    if not 0 <= c <= n or k < 1:
+        raise ValueError(f"pass_at_k_unbiased: need 0 ≤ c ≤ n and k ≥ 1 (n={n}, c={c}, k={k})")
+    if k > n:
+        raise ValueError(f"pass_at_k_unbiased: k={k} exceeds the number of trials n={n}")
+    if n - c < k:
+        return 1.0
+    # product form avoids huge binomials: C(n−c, k)/C(n, k) = Π_{i=n−c+1}^{n} (1 − k/i)
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def pass_at_k(successes: Union[Sequence[Sequence[bool]], np.ndarray], k: int, unbiased: bool = True) -> float:
+    """Mean pass@k over tasks; successes [tasks, n trials] (bool).
+
+    unbiased=True uses the unbiased estimator on all n trials; False uses "any success among the
+    first k trials".
+    """
+    s = np.asarray(successes, dtype=bool)
+    if s.ndim != 2:
+        raise ValueError(f"pass_at_k: successes must be [tasks, trials], got shape {s.shape}")
+    n = s.shape[1]
+    if k < 1 or k > n:
+        raise ValueError(f"pass_at_k: k={k} must be in [1, {n}]")
+    if unbiased:
+        return _mean(np.array([pass_at_k_unbiased(n, int(c), k) for c in s.sum(axis=1)]))
+    return _mean(s[:, :k].any(axis=1).astype(np.float64))
+
+
+def success_by_bucket(success: Sequence[bool], buckets: Sequence[Hashable]) -> dict[Hashable, float]:
+    """Success rate per difficulty/complexity bucket plus 'all'; inputs per episode [E]."""
+    s = _arr(success, bool)
+    b = list(buckets)
+    if len(b) != s.size:
+        raise ValueError(f"success_by_bucket: {s.size} episodes vs {len(b)} bucket labels")
+    out: dict[Hashable, float] = {}
+    for key in sorted(set(b), key=repr):
+        sel = np.array([x == key for x in b])
+        out[key] = _mean(s[sel].astype(np.float64))
+    out["all"] = _mean(s.astype(np.float64))
+    return out
+
+
+def mean_steps_to_success(success: Sequence[bool], steps: Sequence[int]) -> float:
+    """Mean number of steps over the successful episodes (NaN if none succeeded)."""
+    s, t = _arr(success, bool), _arr(steps)
+    if s.shape != t.shape:
+        raise ValueError(f"mean_steps_to_success: {s.size} success flags vs {t.size} step counts")
+    return _mean(t[s])
+
+
+# --------------------------------------------------------------------------- AndroidLab
+def androidlab_metrics(success: Sequence[bool], subgoals_done: Sequence[int], subgoals_total: Sequence[int],
+                       expert_steps: Sequence[int], agent_steps: Sequence[int],
+                       reasonable_ops: Sequence[int]) -> dict[str, float]:
+    """AndroidLab: SR; Sub-goal SR = Σ done / Σ total sub-goals; Reversed Redundancy Ratio
+    RRR = Σ expert steps / Σ agent steps over successful episodes; Reasonable Operation Ratio
+    ROR = Σ reasonable operations (the screen changed) / Σ agent steps. All per episode [E]."""
+    s = _arr(success, bool)
+    done, tot = _arr(subgoals_done), _arr(subgoals_total)
+    exp_, agent, ok_ops = _arr(expert_steps), _arr(agent_steps), _arr(reasonable_ops)
+    if not (s.size == done.size == tot.size == exp_.size == agent.size == ok_ops.size):
+        raise ValueError("androidlab_metrics: all inputs must have one entry per episode")
+    rrr_den = agent[s].sum()
+    return {"SR": _mean(s.astype(np.float64)),
+            "SubSR": float(done.sum() / tot.sum()) if tot.sum() > 0 else float("nan"),
+            "RRR": float(exp_[s].sum() / rrr_den) if rrr_den > 0 else float("nan"),
+            "ROR": float(ok_ops.sum() / agent.sum()) if agent.sum() > 0 else float("nan")}
+
+
+# --------------------------------------------------------------------------- reward models
+def length_bucket(num_steps: int) -> str:
+    """'<5', '5-10' (inclusive) or '>10' by trajectory length in steps."""
+    if num_steps < 5:
+        return "<5"
+    return "5-10" if num_steps <= 10 else ">10"
+
+
+def binary_prf(scores: Sequence[float], labels: Sequence[bool], threshold: float = 0.5) -> dict[str, float]:
+    """Precision, recall, F1 of the positive class (score ≥ threshold = predicted positive), accuracy,
+    and F1 of the negative class; NaN where a ratio has a zero denominator (F1 is 0 when P = R = 0)."""
+    sc, y = _arr(scores), _arr(labels, bool)
+    if sc.shape != y.shape:
+        raise ValueError(f"binary_prf: {sc.size} scores vs {y.size} labels")
+    pred = sc >= threshold
+
+    def prf(p, t):
+        tp = float(np.sum(p & t))
+        npred, npos = float(np.sum(p)), float(np.sum(t))
+        prec = tp / npred if npred else float("nan")
+        rec = tp / npos if npos else float("nan")
+        if math.isnan(prec) or math.isnan(rec):
+            f1 = float("nan") if (npred == 0 and npos == 0) else 0.0
+        else:
+            f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
+        return prec, rec, f1
+
+    p, r, f = prf(pred, y)
+    _, _, fneg = prf(~pred, ~y)
+    return {"precision": p, "recall": r, "f1": f, "f1_neg": fneg, "accuracy": _mean((pred == y).astype(np.float64)),
+            "count": float(y.size)}
+
+
+def reward_model_f1(scores: Sequence[float], labels: Sequence[bool], lengths: Optional[Sequence[int]] = None,
+                    thresholds: Union[float, Sequence[float]] = 0.5) -> dict:
+    """Reward-model classification metrics overall and by trajectory length bucket (<5, 5–10, >10).
+
+    scores/labels/lengths per example [E] (lengths = steps of the trajectory the example comes from).
+    One threshold → {'all': prf, '<5': prf, ...}; several → {threshold: that dict}.
+    """
+    if not isinstance(thresholds, (int, float)):
+        return {float(t): reward_model_f1(scores, labels, lengths, float(t)) for t in thresholds}
+    sc, y = _arr(scores), _arr(labels, bool)
+    out = {"all": binary_prf(sc, y, thresholds)}
+    if lengths is not None:
+        ln = _arr(lengths, np.int64)
+        if ln.size != sc.size:
+            raise ValueError(f"reward_model_f1: {ln.size} lengths vs {sc.size} scores")
+        names = np.array([length_bucket(int(x)) for x in ln])
+        for bucket in LENGTH_BUCKETS:
+            sel = names == bucket
+            if sel.any():
+                out[bucket] = binary_prf(sc[sel], y[sel], thresholds)
+    return out

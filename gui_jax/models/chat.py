@@ -1,0 +1,139 @@
+"""Qwen2.5-VL chat template and model inputs for one multi-turn sequence with images.
+
+Messages are `{"role": str, "content": str | list[item]}` with items `{"type": "text", "text": s}`
+or `{"type": "image", "image": PIL | uint8 HxWx3}` (as in HF, any item with an "image" or
+"image_url" key is an image). `render_chat` produces exactly the string transformers renders with
+the Qwen2.5-VL chat template (a default system turn is added when the first message is not a
+system message), optionally with each image's `<|image_pad|>` expanded to its token count.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from gui_jax.models.processor import IMAGE_PAD, ImageLike, ImageProcessor, tokens_per_image
+from gui_jax.models.tokenizer import Tokenizer
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+VISION_START, VISION_END, VIDEO_PAD = "<|vision_start|>", "<|vision_end|>", "<|video_pad|>"
+
+Message = Mapping[str, Any]
+
+
+def _is_image(item: Mapping[str, Any]) -> bool:
+    return item.get("type") == "image" or "image" in item or "image_url" in item
+
+
+def _is_video(item: Mapping[str, Any]) -> bool:
+    return item.get("type") == "video" or "video" in item
+
+
+def _check_messages(messages: Sequence[Message]) -> None:
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
+            raise ValueError(f"message {i} must be a mapping with 'role' and 'content', got {m!r}"[:300])
+        content = m["content"]
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, (list, tuple)):
+            raise TypeError(f"message {i} content must be a str or a list of items, got {type(content).__name__}")
+        for j, item in enumerate(content):
+            if not isinstance(item, Mapping):
+                raise TypeError(f"message {i} item {j} must be a mapping, got {type(item).__name__}")
+
+
+def image_items(messages: Sequence[Message]) -> list[Mapping[str, Any]]:
+    """The image items of all messages, in the order the template renders them."""
+    _check_messages(messages)
+    return [item for m in messages if not isinstance(m["content"], str)
+            for item in m["content"] if _is_image(item)]
+
+
+def render_chat(
+    messages: Sequence[Message],
+    add_generation_prompt: bool = False,
+    image_token_counts: Optional[Sequence[int]] = None,
+    add_vision_id: bool = False,
+    default_system: Optional[str] = DEFAULT_SYSTEM_PROMPT,
+) -> str:
+    """The Qwen2.5-VL chat string. With `image_token_counts`, image k gets that many pads
+    (else one placeholder pad per image, as the template itself writes). `default_system=None`
+    drops the implicit system turn (then output differs from the HF template)."""
+    _check_messages(messages)
+    n_images = len(image_items(messages))
+    if image_token_counts is not None and len(image_token_counts) != n_images:
+        raise ValueError(f"messages contain {n_images} images but {len(image_token_counts)} token counts were given")
+    out: list[str] = []
+    image_idx = video_idx = 0
+    for i, m in enumerate(messages):
+        if i == 0 and m["role"] != "system" and default_system is not None:
+            out.append(f"{IM_START}system\n{default_system}{IM_END}\n")
+        out.append(f"{IM_START}{m['role']}\n")
+        content = m["content"]
+        if isinstance(content, str):
+            out.append(content)
+        else:
+            for item in content:
+                if _is_image(item):
+                    n = 1 if image_token_counts is None else int(image_token_counts[image_idx])
+                    image_idx += 1
+                    if add_vision_id:
+                        out.append(f"Picture {image_idx}: ")
+                    out.append(VISION_START + IMAGE_PAD * n + VISION_END)
+                elif _is_video(item):
+                    video_idx += 1
+                    if add_vision_id:
+                        out.append(f"Video {video_idx}: ")
+                    out.append(VISION_START + VIDEO_PAD + VISION_END)
+                elif "text" in item:
+                    out.append(str(item["text"]))
+        out.append(f"{IM_END}\n")
+    if add_generation_prompt:
+        out.append(f"{IM_START}assistant\n")
+    return "".join(out)
+
+
+def build_inputs(
+    messages: Sequence[Message],
+    images: Optional[Sequence[ImageLike]],
+    tokenizer: Tokenizer,
+    image_processor: ImageProcessor,
+    add_generation_prompt: bool = False,
+    **render_kwargs,
+) -> dict[str, np.ndarray]:
+    """Model inputs for one sequence.
+
+    Returns input_ids [L] int32, pixel_values [P, patch_dim] float32 (P = sum of t*h*w over
+    images), image_grid_thw [n_images, 3] int64, mm_token_type_ids [L] int32 (1 at image pads).
+    `images` defaults to the "image" values of the image items, in order.
+    """
+    items = image_items(messages)
+    if images is None:
+        images = []
+        for k, item in enumerate(items):
+            if "image" not in item or item["image"] is None:
+                raise ValueError(f"image item {k} has no 'image' value and no `images` list was given")
+            images.append(item["image"])
+    if len(images) != len(items):
+        raise ValueError(f"messages contain {len(items)} image items but {len(images)} images were given")
+    if any(_is_video(item) and not _is_image(item) for m in messages if not isinstance(m["content"], str)
+           for item in m["content"]):
+        raise NotImplementedError("video items are not supported by build_inputs")
+    vis = image_processor(list(images))
+    counts = tokens_per_image(vis["image_grid_thw"], image_processor.merge_size)
+    text = render_chat(messages, add_generation_prompt, image_token_counts=counts, **render_kwargs)
+    ids = np.asarray(tokenizer.encode(text), dtype=np.int32)
+    is_image = ids == tokenizer.image_pad_id
+    if int(is_image.sum()) != sum(counts):
+        raise ValueError(
+            f"tokenized prompt has {int(is_image.sum())} image pad tokens, expected {sum(counts)} "
+            f"(does the message text contain a literal {IMAGE_PAD}?)"
+        )
+    return {
+        "input_ids": ids,
+        "pixel_values": vis["pixel_values"],
+        "image_grid_thw": vis["image_grid_thw"],
+        "mm_token_type_ids": is_image.astype(np.int32),
+    }
