@@ -2,10 +2,7 @@
 from gui_jax.core.types import (ACTION_FIELDS, ACTION_TYPES, DIRECTIONS, STATUSES, SYSTEM_BUTTONS,
                                 Action, ActionError, Episode, Observation, Step, Trajectory,
                                 UIElement)
-try:  # dialects.py is being written concurrently; this guard is removed once it lands.
-    from gui_jax.core.dialects import (DIALECTS, ActionParseError, format_response, parse_response,
-                                       scale_action_to_image, scale_action_to_screen)
-except ImportError:  # pragma: no cover
-    pass
+from gui_jax.core.dialects import (DIALECTS, ActionParseError, format_response, parse_response,
+                                   scale_action_to_image, scale_action_to_screen)
 from gui_jax.core.matcher import match_action
 from gui_jax.core.serialize import load_episode, load_episodes, save_episode, save_episodes

@@ -135,6 +135,7 @@ def test_expressible_table_matches_carried():
     ("uitars", "Thought: tap it\nAction: click(start_box='<|box_start|>(100,200)<|box_end|>')",
      ("tap it", Action("click", 100, 200))),
     ("uitars", "Action: click(start_box='(10,20,30,40)')", ("", Action("click", 20, 30))),
+    ("uitars", "Thought: hi Action: click(start_box='(1,2)')", ("hi", Action("click", 1, 2))),
     ("uitars", "Thought: a\nb\nAction: type(content='hi\\n')", ("a\nb", Action("type", text="hi\n"))),
     ("uitars", "Action: scroll(start_box='(1,2)', end_box='(3,4)')", ("", Action("swipe", 1, 2, 3, 4))),
     ("uitars", "Action: scroll(direction='down')", ("", Action("scroll", direction="down"))),

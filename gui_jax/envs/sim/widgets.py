@@ -186,7 +186,8 @@ class UI:
                         on_click=on_click, on_long=on_long, children=kids, focusable=on_click is not None)
         self._add(h, make)
 
-    def switch(self, label: str, checked: bool, fn, rid: str, sub: str = "") -> None:
+    def switch(self, label: str, checked: bool, fn, rid: str, on_row=None) -> None:
+        """Label + Switch. The row toggles too, unless on_row (e.g. open details) is given."""
         h = 170
 
         def make(y):
@@ -194,7 +195,8 @@ class UI:
             kids.append(Node("android.widget.Switch", "switch", (860, y + 45, 1040, y + 125), text="ON" if checked else "OFF",
                              desc=label, rid=self.rid(rid), on_click=fn, checkable=True, checked=checked,
                              focusable=True))
-            return Node("android.widget.LinearLayout", "row", (0, y, W, y + h), on_click=fn, children=kids)
+            return Node("android.widget.LinearLayout", "row", (0, y, W, y + h), on_click=on_row or fn, children=kids,
+                        rid=self.rid(rid + "_row"))
         self._add(h, make)
 
     def field(self, label: str, key: str, hint: str = "", on_submit=None) -> None:

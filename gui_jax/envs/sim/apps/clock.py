@@ -60,8 +60,8 @@ class Clock(App):
         if not self.alarms:
             ui.text("No alarms", rid="empty")
         for a in self.alarms:
-            ui.row(a.time, a.label or "Alarm", on_click=lambda a=a: self.open("alarm", id=a.id), rid="alarm")
-            ui.switch(f"{a.time} on", a.enabled, lambda a=a: setattr(a, "enabled", not a.enabled), "alarm_switch")
+            ui.switch(f"{a.time}  {a.label or 'Alarm'}", a.enabled, lambda a=a: setattr(a, "enabled", not a.enabled),
+                      "alarm_switch", on_row=lambda a=a: self.open("alarm", id=a.id))
         ui.fab("Add alarm", lambda: self.open("new_alarm"))
 
     def page_alarm(self, ui, ref):

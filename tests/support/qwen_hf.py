@@ -14,11 +14,12 @@ def hf_config(*, tie: bool, layers=2, hidden=64, heads=4, kv=2, inter=96, mrope=
   return Qwen2_5_VLConfig(
       text_config=dict(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
                        num_attention_heads=heads, num_key_value_heads=kv, rms_norm_eps=1e-6,
+                       bos_token_id=None, eos_token_id=None,
                        rope_parameters=dict(rope_type="default", mrope_section=list(mrope), rope_theta=theta)),
       vision_config=dict(depth=depth, hidden_size=vhidden, intermediate_size=vinter, num_heads=vheads,
                          out_hidden_size=hidden, fullatt_block_indexes=list(fullatt), window_size=window,
                          patch_size=patch, temporal_patch_size=2, spatial_merge_size=2),
-      image_token_id=IMAGE_ID, video_token_id=VIDEO_ID, vision_start_token_id=VSTART_ID,
+      bos_token_id=None, eos_token_id=None, image_token_id=IMAGE_ID, video_token_id=VIDEO_ID, vision_start_token_id=VSTART_ID,
       vision_end_token_id=VEND_ID, tie_word_embeddings=tie)
 
 

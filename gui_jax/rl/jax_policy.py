@@ -1,0 +1,73 @@
+"""`Policy` backed by our Flax Qwen2.5-VL: chat template → tokens/patches → jitted sampler."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from gui_jax.models.chat import build_inputs
+from gui_jax.models.processor import ImageProcessor
+from gui_jax.models.sampler import Sampler
+from gui_jax.rl.policy import Generation, Prompt
+
+
+class JaxPolicy:
+    """Generates responses for chat prompts; `update_weights` syncs trained params (no recompile)."""
+
+    def __init__(self, model, tokenizer, image_processor: ImageProcessor, *, max_new_tokens: int = 48,
+                 batch_size: int = 32, top_p: float = 1.0, top_k: int = 0,
+                 default_system: Optional[str] = None, max_prompt_tokens: int = 8192):
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self.top_p, self.top_k = top_p, top_k
+        self.default_system = default_system
+        self.max_prompt_tokens = max_prompt_tokens
+        self.end_id = tokenizer.im_end_id
+        self.sampler = Sampler(model, eos_ids=[tokenizer.im_end_id, tokenizer.eos_id],
+                               pad_id=tokenizer.pad_id, detokenize=tokenizer.decode)
+        self.model_cfg = model.cfg
+
+    def update_weights(self, model_or_state) -> None:
+        self.sampler.update_weights(model_or_state)
+
+    def prompt_inputs(self, prompt: Prompt) -> dict:
+        messages, images = prompt
+        inputs = build_inputs(messages, list(images), self.tokenizer, self.image_processor,
+                              add_generation_prompt=True, default_system=self.default_system)
+        if inputs["input_ids"].size > self.max_prompt_tokens:
+            raise ValueError(f"prompt has {inputs['input_ids'].size} tokens > max_prompt_tokens "
+                             f"{self.max_prompt_tokens}; lower history_turns or the image size")
+        return inputs
+
+    def encode(self, prompt: Prompt, response: str) -> Generation:
+        inputs = self.prompt_inputs(prompt)
+        resp = np.asarray(self.tokenizer.encode(response) + [self.end_id], np.int32)
+        return Generation(text=response, prompt_ids=inputs["input_ids"], response_ids=resp,
+                          logprobs=np.zeros(resp.shape, np.float32),
+                          pixel_values=inputs["pixel_values"] if len(prompt[1]) else None,
+                          image_grid_thw=inputs["image_grid_thw"] if len(prompt[1]) else None)
+
+    def generate(self, prompts: Sequence[Prompt], *, temperature: float, seed: int,
+                 max_new_tokens: Optional[int] = None) -> list[Generation]:
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = [self.prompt_inputs(p) for p in prompts[start:start + self.batch_size]]
+            has_images = any(c["image_grid_thw"].size for c in chunk)
+            pv = np.concatenate([c["pixel_values"] for c in chunk]) if has_images else None
+            grid = np.concatenate([c["image_grid_thw"] for c in chunk]) if has_images else None
+            res = self.sampler.generate([c["input_ids"] for c in chunk], pixel_values=pv,
+                                        image_grid_thw=grid,
+                                        max_new_tokens=max_new_tokens or self.max_new_tokens,
+                                        temperature=float(temperature), top_p=self.top_p, top_k=self.top_k,
+                                        seed=seed * 1009 + start)
+            for i, c in enumerate(chunk):
+                toks, lps = res.row(i)
+                body = toks[:-1] if toks and toks[-1] in self.sampler.eos_ids else toks
+                out.append(Generation(text=self.tokenizer.decode(body, skip_special_tokens=False),
+                                      prompt_ids=c["input_ids"], response_ids=np.asarray(toks, np.int32),
+                                      logprobs=np.asarray(lps, np.float32),
+                                      pixel_values=c["pixel_values"] if has_images and c["image_grid_thw"].size else None,
+                                      image_grid_thw=c["image_grid_thw"] if c["image_grid_thw"].size else None))
+        return out

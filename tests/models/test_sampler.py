@@ -1,0 +1,192 @@
+"""Sampler: greedy parity with transformers' generate, logprobs = training forward, padding invariance, filters."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from gui_jax.models import sampling  # noqa: E402
+from gui_jax.models.qwen2_5_vl import hf_io  # noqa: E402
+from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index  # noqa: E402
+from gui_jax.models.sampler import Sampler  # noqa: E402
+from qwen_hf_helpers import IMAGE_ID, build_inputs, hf_config, make_hf_model  # noqa: E402
+
+jax.config.update("jax_default_matmul_precision", "highest")
+PATCH_DIM = 3 * 2 * 4 * 4
+NEW = 32
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+  """(transformers model, our model) from one save/load of the same random weights."""
+  hf = make_hf_model(hf_config(tie=False), seed=0)
+  path = str(tmp_path_factory.mktemp("ckpt"))
+  hf.save_pretrained(path)
+  model, _ = hf_io.load_hf_checkpoint(path)
+  return hf, model
+
+
+@pytest.fixture(scope="module")
+def sampler(models):
+  # No EOS inside the tiny vocabulary's range unless a test asks for it: runs are full length.
+  return Sampler(models[1], eos_ids=[-1], pad_id=0, prompt_buckets=(16, 32, 64), new_token_buckets=(8, 32),
+                 batch_buckets=(1, 2, 4))
+
+
+def _hf_generate(hf, inputs):
+  t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+  kw = dict(input_ids=t["input_ids"], attention_mask=t["attention_mask"], max_new_tokens=NEW, do_sample=False,
+            pad_token_id=0, eos_token_id=None)
+  if "pixel_values" in t:
+    kw.update(pixel_values=t["pixel_values"], image_grid_thw=t["image_grid_thw"],
+              mm_token_type_ids=(t["input_ids"] == IMAGE_ID).long())
+  with torch.no_grad():
+    out = hf.generate(**kw)
+  return out[:, t["input_ids"].shape[1]:].numpy()
+
+
+def test_greedy_matches_transformers_generate_multimodal(models, sampler):
+  hf, _ = models
+  inputs = build_inputs([[5, "img", 3], [2, "img", 6]], [(1, 4, 8), (1, 8, 4)], pad_side="left", seed=1,
+                        patch_dim=PATCH_DIM)
+  want = _hf_generate(hf, inputs)
+  got = sampler.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                         pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"],
+                         max_new_tokens=NEW)
+  np.testing.assert_array_equal(got.tokens, want)
+  assert got.lengths.tolist() == [NEW, NEW] and got.finish_reasons == ["length", "length"]
+
+
+def test_greedy_matches_transformers_generate_text(models, sampler):
+  hf, _ = models
+  inputs = build_inputs([[9], [4]], [], pad_side="left", seed=2, patch_dim=PATCH_DIM)
+  inputs = {k: inputs[k] for k in ("input_ids", "attention_mask")}
+  want = _hf_generate(hf, inputs)
+  got = sampler.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"], max_new_tokens=NEW)
+  np.testing.assert_array_equal(got.tokens, want)
+
+
+def test_sampled_logprobs_equal_training_forward(models, sampler):
+  """Sampled (temperature 0.8, top-p 0.9) tokens: sampler logprobs == log_softmax of a full forward."""
+  _, model = models
+  inputs = build_inputs([[4, "img", 2], [6]], [(1, 4, 4)], pad_side="left", seed=3, patch_dim=PATCH_DIM)
+  out = sampler.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                         pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"],
+                         max_new_tokens=20, temperature=0.8, top_p=0.9, seed=7)
+  assert out.lengths.tolist() == [20, 20]
+  ids = np.concatenate([inputs["input_ids"], out.tokens], axis=1)
+  mask = np.concatenate([inputs["attention_mask"], np.ones_like(out.tokens)], axis=1)
+  full = model(ids, attention_mask=mask, pixel_values=inputs["pixel_values"],
+               image_grid_thw=inputs["image_grid_thw"])
+  p = inputs["input_ids"].shape[1]
+  want = sampling.token_logprobs(full.logits[:, p - 1:-1], jnp.asarray(out.tokens))
+  np.testing.assert_allclose(out.logprobs, np.asarray(want), atol=1e-5, rtol=0)
+  # Sampling did something non-greedy (the test would be vacuous otherwise).
+  greedy = sampler.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                            pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"],
+                            max_new_tokens=20)
+  assert not np.array_equal(greedy.tokens, out.tokens)
+
+
+@pytest.mark.parametrize("padding_side", ["left", "right"])
+def test_batched_with_padding_equals_unbatched(models, padding_side):
+  _, model = models
+  s = Sampler(model, eos_ids=[-1], pad_id=0, padding_side=padding_side, prompt_buckets=(16, 32),
+              new_token_buckets=(8, 32), batch_buckets=(1, 4))
+  rng = np.random.default_rng(5)
+  prompts = [rng.integers(0, 240, n).tolist() for n in (3, 11, 7)]
+  batched = s.generate(prompts, max_new_tokens=12)
+  for i, p in enumerate(prompts):
+    single = s.generate([p], max_new_tokens=12)
+    np.testing.assert_array_equal(batched.tokens[i], single.tokens[0])
+    np.testing.assert_allclose(batched.logprobs[i], single.logprobs[0], atol=1e-5)
+  assert batched.tokens.shape == (3, 12)
+
+
+def test_top_k_one_equals_greedy(sampler):
+  prompts = [[1, 2, 3, 4], [7, 8]]
+  greedy = sampler.generate(prompts, max_new_tokens=16)
+  topk1 = sampler.generate(prompts, max_new_tokens=16, temperature=1.5, top_k=1, seed=11)
+  np.testing.assert_array_equal(topk1.tokens, greedy.tokens)
+  np.testing.assert_allclose(topk1.logprobs, greedy.logprobs, atol=1e-6)
+
+
+def test_eos_and_stop_sequences(models, sampler):
+  _, model = models
+  prompts = [[1, 2, 3, 4], [7, 8]]
+  ref = sampler.generate(prompts, max_new_tokens=16)
+  eos = int(ref.tokens[0, 5])
+  first0 = int(np.argmax(ref.tokens[0] == eos))
+  hits1 = np.nonzero(ref.tokens[1] == eos)[0]
+  s = Sampler(model, eos_ids=[eos], pad_id=0, prompt_buckets=(16,), new_token_buckets=(8, 32),
+              batch_buckets=(2,))
+  out = s.generate(prompts, max_new_tokens=16)
+  assert out.lengths[0] == first0 + 1 and out.finish_reasons[0] == "eos"
+  np.testing.assert_array_equal(out.tokens[0, :first0 + 1], ref.tokens[0, :first0 + 1])
+  assert (out.tokens[0, first0 + 1:] == 0).all() and (out.logprobs[0, first0 + 1:] == 0).all()
+  want1 = hits1[0] + 1 if hits1.size else 16
+  assert out.lengths[1] == want1
+  # Token-sequence stop: the two tokens at positions 2, 3 of row 1.
+  seq = ref.tokens[1, 2:4].tolist()
+  out = sampler.generate(prompts, max_new_tokens=16, stop_token_sequences=[seq])
+  assert out.finish_reasons[1] == "stop" and out.lengths[1] <= 4
+  assert ref.tokens[1, out.lengths[1] - 2:out.lengths[1]].tolist() == seq
+
+
+def test_stop_strings_host_side(models):
+  _, model = models
+  detok = lambda ids: " ".join(f"t{i}" for i in ids)  # noqa: E731
+  s = Sampler(model, eos_ids=[-1], pad_id=0, detokenize=detok, prompt_buckets=(16,), new_token_buckets=(32,),
+              batch_buckets=(2,), stop_check_every=4)
+  prompts = [[1, 2, 3, 4], [7, 8]]
+  ref = s.generate(prompts, max_new_tokens=24)
+  # Stop string spanning tokens 9 and 10 of row 0 (found in a later chunk than the first).
+  stop = f"t{ref.tokens[0, 9]} t{ref.tokens[0, 10]}"
+  first = next(k for k in range(1, 25) if stop in detok(ref.tokens[0, :k].tolist()))
+  out = s.generate(prompts, max_new_tokens=24, stop_strings=[stop])
+  assert out.lengths[0] == first and out.finish_reasons[0] == "stop"
+  assert out.texts[0] == detok(ref.tokens[0, :first].tolist()) and out.texts[0].endswith(stop)
+  np.testing.assert_array_equal(out.tokens[0, :first], ref.tokens[0, :first])
+
+
+def test_decode_impls_agree(models):
+  _, model = models
+  kw = dict(eos_ids=[-1], pad_id=0, prompt_buckets=(16,), new_token_buckets=(16,), batch_buckets=(2,))
+  a = Sampler(model, decode_impl="while_loop", **kw).generate([[3, 4, 5], [9]], max_new_tokens=10,
+                                                              temperature=1.0, seed=4)
+  b = Sampler(model, decode_impl="python", **kw).generate([[3, 4, 5], [9]], max_new_tokens=10,
+                                                          temperature=1.0, seed=4)
+  np.testing.assert_array_equal(a.tokens, b.tokens)
+  np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------- pure filters
+def test_top_k_and_top_p_filters_exact():
+  x = jnp.array([[1.0, 3.0, 2.0, 0.5], [0.0, 0.1, 5.0, 1.0]])
+  k2 = np.asarray(sampling.top_k_filter(x, 2))
+  assert np.isinf(k2[0, [0, 3]]).all() and k2[0, 1] == 3.0 and k2[0, 2] == 2.0
+  assert np.isinf(k2[1, [0, 1]]).all()
+  np.testing.assert_array_equal(np.asarray(sampling.top_k_filter(x, 0)), np.asarray(x))
+  probs = np.asarray(jax.nn.softmax(x[0]))  # [0.0844, 0.6234, 0.2293, 0.0629]
+  p = np.asarray(sampling.top_p_filter(x, 0.7))  # 0.62 < 0.7 -> also keep the 2nd most likely
+  assert np.isfinite(p[0, [1, 2]]).all() and np.isinf(p[0, [0, 3]]).all()
+  p = np.asarray(sampling.top_p_filter(x, float(probs[1]) - 1e-3))
+  assert np.isfinite(p[0, 1]) and np.isinf(p[0, [0, 2, 3]]).all()
+  np.testing.assert_array_equal(np.asarray(sampling.top_p_filter(x, 1.0)), np.asarray(x))
+
+
+def test_sample_tokens_distribution_and_raw_logprob():
+  logits = jnp.log(jnp.array([[0.5, 0.3, 0.15, 0.05]]))
+  keys = jax.random.split(jax.random.key(0), 4000)
+  draw = jax.vmap(lambda k: sampling.sample_tokens(k, logits, 1.0, 0, 0.7))
+  toks, lps = draw(keys)
+  counts = np.bincount(np.asarray(toks).ravel(), minlength=4) / 4000
+  # top-p 0.7 keeps {0, 1}: renormalised 0.625 / 0.375.
+  assert counts[2] == 0 and counts[3] == 0 and abs(counts[0] - 0.625) < 0.03
+  # Logprobs are of the RAW distribution, not the filtered one.
+  np.testing.assert_allclose(np.asarray(lps)[np.asarray(toks) == 0], np.log(0.5), rtol=1e-5)
