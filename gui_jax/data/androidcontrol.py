@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -229,6 +230,20 @@ def encode_accessibility_forest(elements: Sequence[UIElement]) -> bytes:
     return len_field(1, len_field(11, nodes))
 
 
+def target_bbox_from_elements(elements: Sequence[UIElement], action: Action) -> Optional[tuple]:
+    """Bounds of the element a click/long_press/type(x,y) hits: the smallest-area element
+    containing the point, clickable ones preferred; None when nothing contains it."""
+    if action.x is None or action.y is None or not elements:
+        return None
+    hits = [e for e in elements
+            if e.bounds[0] <= action.x <= e.bounds[2] and e.bounds[1] <= action.y <= e.bounds[3]]
+    if not hits:
+        return None
+    area = lambda e: (e.bounds[2] - e.bounds[0]) * (e.bounds[3] - e.bounds[1])
+    best = min(hits, key=lambda e: (not (e.clickable or e.long_clickable), area(e)))
+    return tuple(float(v) for v in best.bounds)
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -314,13 +329,15 @@ def _episode_from_features(features: dict, path, index: int, *, scroll_conventio
                 raise err("accessibility_trees", str(e), step=t) from None
         observations.append(Observation(screenshot=image, ui_elements=elements, goal=goal,
                                         screen_size=(w, h)))
+    bboxes = [target_bbox_from_elements(observations[t].ui_elements, a) if t < len(observations) else None
+              for t, a in enumerate(actions)]
     ep_id = int(f["episode_id"][0])
     info: dict[str, Any] = {"source": "androidcontrol", "androidcontrol_episode_id": ep_id,
                             "raw_actions": raw_actions}
     if keep_accessibility_trees and "accessibility_trees" in f:
         info["accessibility_trees"] = list(trees)  # raw bytes; not JSON-serialisable as is
     return Episode(episode_id=str(ep_id), goal=goal, observations=observations, actions=actions,
-                   step_instructions=instructions, info=info)
+                   target_bboxes=bboxes, step_instructions=instructions, info=info)
 
 
 PathLike = Union[str, os.PathLike]
@@ -335,7 +352,8 @@ def read_androidcontrol(paths: Union[PathLike, Iterable[PathLike]], *, verify_cr
 
     episode_ids: keep only these (e.g. one split of AndroidControl's splits.json).
     decode_images=False leaves 1x1 placeholder screenshots (metadata-only passes).
-    parse_ui_trees: fill Observation.ui_elements from the accessibility forests.
+    parse_ui_trees: fill Observation.ui_elements from the accessibility forests, and
+      Episode.target_bboxes from the element under each point action (else all None).
     Raises AndroidControlFormatError (file, record index, field, step) on any malformed input.
     """
     if scroll_convention not in ("content", "finger"):
@@ -392,9 +410,10 @@ def androidcontrol_example(ep: dict) -> bytes:
             widths.append(s.shape[1])
         else:
             shots.append(bytes(s))
-            with Image.open(io.BytesIO(shots[-1])) as im:
-                widths.append(im.width)
-                heights.append(im.height)
+            if "screenshot_widths" not in ep or "screenshot_heights" not in ep:
+                with Image.open(io.BytesIO(shots[-1])) as im:
+                    widths.append(im.width)
+                    heights.append(im.height)
     actions = [a if isinstance(a, (str, bytes)) else json.dumps(a, ensure_ascii=False)
                for a in ep["actions"]]
     features = {
@@ -439,3 +458,32 @@ def episode_to_androidcontrol(ep: Episode, episode_id: Optional[int] = None, *,
     if with_ui_trees:
         out["accessibility_trees"] = [encode_accessibility_forest(o.ui_elements) for o in ep.observations]
     return out
+
+
+def convert_androidcontrol_to_store(paths: Union[PathLike, Iterable[PathLike]], root: PathLike, *,
+                                    episode_ids: Optional[Iterable[int]] = None,
+                                    parse_ui_trees: bool = True, keep_raw_trees: bool = False,
+                                    verify_crc: bool = True) -> int:
+    """Converts AndroidControl TFRecords into our episode folders under `root` (+ index.json).
+
+    Returns the number of episodes written. Raw accessibility forests are kept base64-encoded in
+    info["accessibility_trees_b64"] when `keep_raw_trees` (they are large).
+    """
+    import base64
+
+    from gui_jax.core.serialize import save_episode
+    from gui_jax.data.episode_store import write_store_index
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for ep in read_androidcontrol(paths, verify_crc=verify_crc, episode_ids=episode_ids,
+                                  parse_ui_trees=parse_ui_trees,
+                                  keep_accessibility_trees=keep_raw_trees):
+        trees = ep.info.pop("accessibility_trees", None)
+        if keep_raw_trees and trees is not None:
+            ep.info["accessibility_trees_b64"] = [base64.b64encode(t).decode("ascii") for t in trees]
+        save_episode(ep, root / f"{count:06d}_{ep.episode_id}")
+        count += 1
+    write_store_index(root)
+    return count

@@ -37,7 +37,22 @@ def _make_table() -> np.ndarray:
 
 _TABLE = _make_table()
 _TABLE_LIST = [int(v) for v in _TABLE]
-_CHUNK = 1024  # bytes per lane in the vectorised path
+
+
+def _slice_by_4_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Tables consuming one little-endian 32-bit word per step (slicing-by-4, merged in pairs):
+    state' = LO[s & 0xFFFF] ^ HI[s >> 16] where s = state ^ word."""
+    t = [_TABLE]
+    for _ in range(3):
+        t.append((t[-1] >> 8) ^ _TABLE[t[-1] & 0xFF])
+    i = np.arange(65536, dtype=np.uint32)
+    lo = (t[3][i & 0xFF] ^ t[2][i >> 8]).astype(np.uint32)
+    hi = (t[1][i & 0xFF] ^ t[0][i >> 8]).astype(np.uint32)
+    return lo, hi
+
+
+_LO16, _HI16 = _slice_by_4_tables()
+_CHUNK = 1024  # bytes per lane in the vectorised path (a multiple of 4)
 _shift_tables_cache: dict[int, tuple[list[int], ...]] = {}
 
 
@@ -87,12 +102,14 @@ def crc32c(data: Union[bytes, bytearray, memoryview]) -> int:
     state = 0xFFFFFFFF
     n_lanes = n // _CHUNK
     if n_lanes >= 16:
-        lanes = np.frombuffer(data, dtype=np.uint8, count=n_lanes * _CHUNK)
-        cols = np.ascontiguousarray(lanes.reshape(n_lanes, _CHUNK).T).astype(np.uint32)
+        # words[j, l] = j-th little-endian uint32 of lane l; all lanes advance together
+        words = np.ascontiguousarray(np.frombuffer(data, dtype="<u4", count=n_lanes * _CHUNK // 4)
+                                     .reshape(n_lanes, _CHUNK // 4).T)
         crc = np.zeros(n_lanes, dtype=np.uint32)
-        table = _TABLE
-        for j in range(_CHUNK):
-            crc = table[(crc ^ cols[j]) & 0xFF] ^ (crc >> 8)
+        lo, hi = _LO16, _HI16
+        for w in words:
+            crc ^= w
+            crc = lo[crc & 0xFFFF] ^ hi[crc >> 16]
         t0, t1, t2, t3 = _shift_tables(_CHUNK)
         for c in crc.tolist():
             state = (t0[state & 0xFF] ^ t1[(state >> 8) & 0xFF] ^ t2[(state >> 16) & 0xFF]

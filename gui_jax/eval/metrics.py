@@ -5,7 +5,7 @@ returns floats (or dicts of floats). Rates are fractions in [0, 1]; NaN where a 
 from __future__ import annotations
 
 import math
-from typing import Hashable, Mapping, Optional, Sequence, Union
+from typing import Hashable, Optional, Sequence, Union
 
 import numpy as np
 

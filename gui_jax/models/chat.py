@@ -106,7 +106,8 @@ def build_inputs(
     """Model inputs for one sequence.
 
     Returns input_ids [L] int32, pixel_values [P, patch_dim] float32 (P = sum of t*h*w over
-    images), image_grid_thw [n_images, 3] int64, mm_token_type_ids [L] int32 (1 at image pads).
+    images), image_grid_thw [n_images, 3] int64, mm_token_type_ids [L] int32 (1 at image pads),
+    assistant_mask [L] int32 (1 on assistant-turn content tokens and their <|im_end|>).
     `images` defaults to the "image" values of the image items, in order.
     """
     items = image_items(messages)
@@ -136,4 +137,45 @@ def build_inputs(
         "pixel_values": vis["pixel_values"],
         "image_grid_thw": vis["image_grid_thw"],
         "mm_token_type_ids": is_image.astype(np.int32),
+        "assistant_mask": assistant_token_mask(
+            ids, messages, tokenizer, add_generation_prompt,
+            default_system=render_kwargs.get("default_system", DEFAULT_SYSTEM_PROMPT)),
     }
+
+
+def assistant_token_mask(
+    ids: np.ndarray, messages: Sequence[Message], tokenizer: Tokenizer, add_generation_prompt: bool = False,
+    default_system: Optional[str] = DEFAULT_SYSTEM_PROMPT,
+) -> np.ndarray:
+    """[L] int32: 1 on the tokens of each assistant turn's content and its <|im_end|>, else 0.
+
+    Turns are found by their <|im_start|> tokens (specials never merge with text). The role
+    header "<|im_start|>assistant\n" is excluded; a token that straddles the header's newline and
+    the content (content starting with whitespace) counts as content.
+    """
+    ids = np.asarray(ids)
+    roles = [m["role"] for m in messages]
+    if messages and roles[0] != "system" and default_system is not None:
+        roles.insert(0, "system")
+    starts = np.flatnonzero(ids == tokenizer.im_start_id).tolist()
+    n_blocks = len(roles) + int(add_generation_prompt)
+    if len(starts) != n_blocks:
+        raise ValueError(f"found {len(starts)} <|im_start|> tokens for {n_blocks} chat turns "
+                         "(does a message contain a literal <|im_start|>?)")
+    mask = np.zeros(ids.shape, np.int32)
+    for b, role in enumerate(roles):
+        if role != "assistant":
+            continue
+        p = starts[b]
+        end = starts[b + 1] if b + 1 < len(starts) else len(ids)
+        ends = np.flatnonzero(ids[p:end] == tokenizer.im_end_id)
+        if len(ends) == 0:
+            raise ValueError(f"assistant turn {b} has no <|im_end|> token")
+        q = p + int(ends[0])
+        header = f"{IM_START}{role}\n"
+        k = 1
+        while k < q - p and len(tokenizer.decode(ids[p:p + k].tolist())) < len(header):
+            k += 1
+        body = p + k if tokenizer.decode(ids[p:p + k].tolist()) == header else p + k - 1
+        mask[body:q + 1] = 1
+    return mask

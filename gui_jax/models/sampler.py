@@ -99,7 +99,7 @@ class Sampler:
                prompt_buckets: Sequence[int] = DEFAULT_PROMPT_BUCKETS,
                new_token_buckets: Sequence[int] = DEFAULT_NEW_TOKEN_BUCKETS,
                batch_buckets: Sequence[int] = DEFAULT_BATCH_BUCKETS, decode_impl: str = "while_loop",
-               stop_check_every: int = 16, cache_dtype=None):
+               stop_check_every: int = 16, banned_ids: Sequence[int] | None = None):
     cfg = model.cfg
     if eos_ids is None:
       eos_ids = [cfg.text.eos_token_id]
@@ -120,9 +120,13 @@ class Sampler:
     self.batch_buckets = tuple(sorted(batch_buckets))
     self.decode_impl = decode_impl
     self.stop_check_every = int(stop_check_every)
-    self.cache_dtype = cache_dtype
+    # Never emitted: by default the image / video pad tokens (a generated one would break the next forward,
+    # which expects one image feature per pad token). The logprob stays that of the raw distribution.
+    banned = (cfg.image_token_id, cfg.video_token_id) if banned_ids is None else tuple(banned_ids)
+    self.banned_ids = tuple(int(i) for i in banned if 0 <= int(i) < cfg.text.vocab_size)
     self.graphdef, self.state = nnx.split(model)
     self._eos = jnp.asarray(self.eos_ids or (-1,), jnp.int32)
+    self._banned = jnp.asarray(self.banned_ids, jnp.int32)
     self._prefill = jax.jit(functools.partial(_prefill, self.graphdef), static_argnames=("cache_len",))
     # The decode state (KV cache included) is donated: updated in place, no copy per call.
     self._decode_loop = jax.jit(functools.partial(_decode_loop, self.graphdef), donate_argnums=(1,))
@@ -195,7 +199,7 @@ class Sampler:
 
     stop_seqs = jnp.asarray(_stop_seq_array(stop_token_sequences))
     rng = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
-    settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p))
+    settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), self._banned)
     dstate = self._prefill(self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings, stop_seqs,
                            self._eos, cache_len=p + t)
 
@@ -286,7 +290,8 @@ def _stop_seq_array(seqs) -> np.ndarray:
 def _emit(dstate: DecodeState, logits: jax.Array, settings, stop_seqs: jax.Array, eos: jax.Array) -> DecodeState:
   """Samples from logits [B, V] into column `step` for rows still running; updates done / lengths."""
   rng, sub = jax.random.split(dstate.rng)
-  tok, lp = sample_tokens(sub, logits, *settings)
+  temperature, top_k, top_p, banned = settings
+  tok, lp = sample_tokens(sub, logits, temperature, top_k, top_p, banned_ids=banned)
   active = ~dstate.done
   col = dstate.step
   tokens = jax.lax.dynamic_update_slice(dstate.tokens, jnp.where(active, tok, 0)[:, None], (0, col))

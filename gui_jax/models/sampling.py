@@ -59,13 +59,17 @@ def filter_logits(logits: jax.Array, temperature, top_k, top_p) -> jax.Array:
   return x
 
 
-def sample_tokens(rng: jax.Array, logits: jax.Array, temperature, top_k, top_p) -> tuple[jax.Array, jax.Array]:
+def sample_tokens(rng: jax.Array, logits: jax.Array, temperature, top_k, top_p,
+                  banned_ids: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
   """Picks one token per row of logits [B, V]. Returns (tokens [B] int32, raw logprobs [B] float32).
 
   temperature == 0 -> argmax of the raw logits; else a categorical draw from the filtered distribution.
-  The logprob is log_softmax(raw logits)[token] (see module docstring).
+  banned_ids [K] int32: never chosen (their logits set to -inf before choosing).
+  The logprob is log_softmax(raw logits)[token] (see module docstring), bans and filters ignored.
   """
   raw_logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  if banned_ids is not None and banned_ids.shape[0]:
+    logits = logits.at[:, banned_ids].set(NEG_INF)
   greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
   temperature = jnp.asarray(temperature, jnp.float32)
 

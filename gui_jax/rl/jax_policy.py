@@ -34,6 +34,14 @@ class JaxPolicy:
 
     def prompt_inputs(self, prompt: Prompt) -> dict:
         messages, images = prompt
+        for k, im in enumerate(images):
+            h, w = im.shape[:2]
+            if self.image_processor.resized_size(h, w) != (h, w):
+                # The model's coordinates live in the processed image; matching uses the
+                # screenshot's size, so the two must be the same frame.
+                raise ValueError(f"screenshot {k} is {w}x{h}, which the processor would resize to "
+                                 f"{self.image_processor.resized_size(h, w)[::-1]}; render observations at "
+                                 f"a multiple of {self.image_processor.factor} within min/max pixels")
         inputs = build_inputs(messages, list(images), self.tokenizer, self.image_processor,
                               add_generation_prompt=True, default_system=self.default_system)
         if inputs["input_ids"].size > self.max_prompt_tokens:

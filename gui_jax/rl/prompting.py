@@ -83,7 +83,7 @@ def _observation_content(obs: Observation, cfg: PromptConfig, images: list) -> l
         images.append(obs.screenshot)
         content.append({"type": "image"})
     if cfg.observation in ("ui_text", "both"):
-        content.append({"type": "text", "text": "UI:\n" + ui_text(obs, cfg)})
+        content.append({"type": "text", "text": "\nUI:\n" + ui_text(obs, cfg)})
     return content
 
 
@@ -108,10 +108,10 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
         messages.append({"role": "system", "content": system_text(cfg)})
     k = max(cfg.history_turns, 0)
     old, recent = history[: max(len(history) - k, 0)], history[max(len(history) - k, 0):]
-    intro = f"Goal: {goal}"
+    intro = f"Goal: {goal}\n"
     if old:
         lines = [f"{i + 1}. {action_line(r, cfg.dialect)}" for i, (_, r) in enumerate(old)]
-        intro += "\nEarlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:])
+        intro += "Earlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:]) + "\n"
     first = True
     for obs, response in recent:
         content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(obs, cfg, images)

@@ -2,7 +2,7 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/ (for support/)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -12,9 +12,8 @@ import torch  # noqa: E402
 
 from gui_jax.models import sampling  # noqa: E402
 from gui_jax.models.qwen2_5_vl import hf_io  # noqa: E402
-from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index  # noqa: E402
 from gui_jax.models.sampler import Sampler  # noqa: E402
-from qwen_hf_helpers import IMAGE_ID, build_inputs, hf_config, make_hf_model  # noqa: E402
+from support.qwen_hf import IMAGE_ID, VIDEO_ID, build_inputs, hf_config, make_hf_model  # noqa: E402
 
 jax.config.update("jax_default_matmul_precision", "highest")
 PATCH_DIM = 3 * 2 * 4 * 4
@@ -41,7 +40,7 @@ def sampler(models):
 def _hf_generate(hf, inputs):
   t = {k: torch.from_numpy(v) for k, v in inputs.items()}
   kw = dict(input_ids=t["input_ids"], attention_mask=t["attention_mask"], max_new_tokens=NEW, do_sample=False,
-            pad_token_id=0, eos_token_id=None)
+            pad_token_id=0, eos_token_id=None, suppress_tokens=[IMAGE_ID, VIDEO_ID])  # our default bans
   if "pixel_values" in t:
     kw.update(pixel_values=t["pixel_values"], image_grid_thw=t["image_grid_thw"],
               mm_token_type_ids=(t["input_ids"] == IMAGE_ID).long())

@@ -27,3 +27,22 @@ def test_presets_match_hand_table(preset, col):
 def test_unknown_preset():
     with pytest.raises(ValueError, match="unknown step-reward preset 'nope'"):
         step_reward_from_flags([1], [1], [1], [1], "nope")
+
+
+def test_judge_response_end_to_end():
+    from gui_jax.core.types import Action
+    from gui_jax.rewards.rules import judge_response
+    expert = Action("click", x=500, y=1000)
+    kw = dict(image_size=(1000, 2000), expert_bbox=(450, 950, 550, 1050))
+    ok = '<think>tap it</think>\n<action>{"action": "click", "coordinate": [505, 1001]}</action>'
+    far = '<think>tap it</think>\n<action>{"action": "click", "coordinate": [50, 100]}</action>'
+    wrong_type = '<think>x</think>\n<action>{"action": "type", "text": "hi"}</action>'
+    no_thought = '<think></think>\n<action>{"action": "click", "coordinate": [505, 1001]}</action>'
+    assert judge_response(ok, "ui_s1", expert, **kw).reward == pytest.approx(1.0)
+    assert judge_response(far, "ui_s1", expert, **kw).reward == pytest.approx(0.5)
+    assert judge_response(far, "ui_s1", expert, preset="code", **kw).reward == pytest.approx(0.55)
+    assert judge_response(wrong_type, "ui_s1", expert, **kw).reward == pytest.approx(0.1)
+    assert judge_response("click there", "ui_s1", expert, **kw).reward == 0.0
+    assert judge_response(no_thought, "ui_s1", expert, **kw).reward == 0.0
+    assert judge_response(no_thought, "ui_s1", expert, require_thought=False, **kw).reward == pytest.approx(1.0)
+    assert judge_response(no_thought, "ui_s1", expert, preset="code", **kw).reward == pytest.approx(0.9)

@@ -181,12 +181,13 @@ class Device:
     def apply(self, a: Action) -> tuple[bool, str]:
         """Run one action on the device. Returns (valid, reason-if-invalid)."""
         ok, why = self._apply(a)
-        self.invalidate()
+        if ok:
+            self.invalidate()
         if self._toast_ttl > 0:
             self._toast_ttl -= 1
             if self._toast_ttl == 0:
                 self.toast_text = ""
-        self.invalidate()
+                self.invalidate()
         return ok, why
 
     def _apply(self, a: Action) -> tuple[bool, str]:

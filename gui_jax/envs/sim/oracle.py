@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gui_jax.core.types import Action
-from gui_jax.envs.sim.templates.base import Answer, Back, Fill, Open, Spec, Tap, TapAt
+from gui_jax.envs.sim.templates.base import Answer, Back, Fill, Look, Open, Spec, Tap, TapAt
 
 
 @dataclass
@@ -24,32 +24,41 @@ class OracleError(RuntimeError):
     """The plan could not be executed on the current screen (a template bug)."""
 
 
-def _matches(node, rid, text, desc) -> bool:
+def _matches(node, rid, text, desc, exact) -> bool:
     if rid is not None and not node.rid.endswith(":id/" + rid):
         return False
     if desc is not None and node.desc.lower() != desc.lower():
         return False
     if text is not None:
         t = text.lower()
-        return any(n.text.lower() == t or n.text.lower().startswith(t + " ") for n in node.walk())
+        if exact:
+            return any(n.text.lower() == t for n in node.walk())
+        return any(n.text.lower().startswith(t + " ") for n in node.walk())
     return True
 
 
+def _interactive(n) -> bool:
+    return bool(n.on_click or n.on_point or n.on_long)
+
+
 def find(dev, rid=None, text=None, desc=None, need_click=True):
-    """First widget (tree order) matching the selector; climbs to a clickable ancestor."""
+    """First widget (tree order) matching the selector, exact text before 'text + suffix'
+    matches; climbs to the nearest interactive ancestor when need_click."""
     scr = dev.screen()
     parents = {}
     for n in scr.flat:
         for c in n.children:
             parents[id(c)] = n
-    for n in scr.flat:
-        if rid is None and text is not None and n.children:
-            continue  # text-only selectors match leaves, then climb
-        if _matches(n, rid, text, desc):
-            target = n
-            while need_click and not (target.on_click or target.on_point or target.on_long) and id(target) in parents:
-                target = parents[id(target)]
-            return target
+    for exact in (True, False):
+        for n in scr.flat:
+            if rid is None and text is not None and n.children:
+                continue  # text-only selectors match leaves, then climb
+            if _matches(n, rid, text, desc, exact):
+                target = n
+                while need_click and not _interactive(target) and id(target) in parents:
+                    target = parents[id(target)]
+                if not need_click or _interactive(target):
+                    return target
     return None
 
 
@@ -99,7 +108,7 @@ def solve(dev, spec: Spec, max_scrolls: int = 25) -> list[ExpertStep]:
         elif isinstance(step, TapAt):
             node = locate(step.rid, None, None, step.rid)
             x1, y1, x2, y2 = node.bounds
-            x = x1 + step.frac * (x2 - x1)
+            x = min(x1 + step.frac * (x2 - x1), x2 - 1)
             do(Action("click", x=x, y=(y1 + y2) / 2), node.bounds, step.instr or f"Tap '{step.rid}'")
         elif isinstance(step, Fill):
             node = locate(step.rid, None, None, step.label or step.rid)
@@ -107,6 +116,8 @@ def solve(dev, spec: Spec, max_scrolls: int = 25) -> list[ExpertStep]:
             do(Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2), node.bounds,
                f"Tap the {step.label or step.rid.replace('_', ' ')} field")
             do(Action("type", text=step.text), None, f"Type '{step.text}'")
+        elif isinstance(step, Look):
+            locate(step.rid, step.text, None, step.text or step.rid)
         elif isinstance(step, Back):
             do(Action("system_button", button="Back"), None, step.instr)
         elif isinstance(step, Answer):

@@ -9,9 +9,12 @@ on `terminate(...)` (success only if status == "success" and the template's stat
 or after `max_steps` steps (failure). Invalid actions leave the state unchanged and report
 info["valid"] = False with a reason. With render=False the observation's screenshot is a 1x1
 placeholder (call `sim.screenshot()` to render on demand); tree=False also skips the XML/elements.
+Observations are lazy (`LazyObservation`): the screenshot, XML and element list are computed
+from a frozen snapshot of the screen only when read.
 """
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Optional
@@ -80,12 +83,73 @@ def build_instance(template: str, seed: int) -> tuple[Device, Spec]:
 
 
 def make_task(template: str, seed: int) -> Task:
+    """The seeded instance (goal, metadata, oracle step count) of `template`. Cached."""
+    return _make_task(str(template), int(seed))
+
+
+@functools.lru_cache(maxsize=65536)
+def _make_task(template: str, seed: int) -> Task:
     tpl = get_template(template)
     dev, spec = build_instance(template, seed)
     steps = solve(dev, spec)
     params = tuple(sorted((k, str(v)) for k, v in spec.params.items()))
     return Task(template, int(seed), spec.goal, tpl.app, tpl.apps, tpl.difficulty, tpl.complexity, len(steps),
                 tpl.answer, params)
+
+
+class LazyObservation(Observation):
+    """An `Observation` computed on demand from a frozen `Screen` snapshot.
+
+    Reads like a plain Observation; pickling / copying materialises it into one."""
+
+    def __init__(self, scr, status, accent, resolution, tree: bool, goal: str):
+        # dataclass __init__/__post_init__ are bypassed on purpose: nothing is computed yet
+        self._scr, self._status, self._accent, self._res, self._tree = scr, status, accent, resolution, tree
+        self._shot = None if resolution is not None else _PLACEHOLDER
+        self._xml = None
+        self._els = None
+        self.current_app, self.goal, self.screen_size = scr.app, goal, (W, H)
+
+    @property
+    def screenshot(self) -> np.ndarray:
+        if self._shot is None:
+            self._shot = render_screen(self._scr, self._res, self._accent, self._status)
+        return self._shot
+
+    @screenshot.setter
+    def screenshot(self, v):
+        self._shot = v
+
+    @property
+    def ui_xml(self) -> str:
+        if self._xml is None:
+            self._xml = screen_xml(self._scr) if self._tree else ""
+        return self._xml
+
+    @ui_xml.setter
+    def ui_xml(self, v):
+        self._xml = v
+
+    @property
+    def ui_elements(self) -> list:
+        if self._els is None:
+            self._els = screen_elements(self._scr) if self._tree else []
+        return self._els
+
+    @ui_elements.setter
+    def ui_elements(self, v):
+        self._els = v
+
+    def materialize(self) -> Observation:
+        return Observation(screenshot=self.screenshot, ui_elements=list(self.ui_elements), ui_xml=self.ui_xml,
+                           current_app=self.current_app, goal=self.goal, screen_size=tuple(self.screen_size))
+
+    def __reduce__(self):
+        m = self.materialize()
+        return (Observation, (m.screenshot, m.ui_elements, m.ui_xml, m.current_app, m.goal, m.screen_size))
+
+    def __repr__(self):
+        return f"LazyObservation(app={self.current_app!r}, goal={self.goal!r})"
 
 
 class PhoneSim:
@@ -134,21 +198,23 @@ class PhoneSim:
 
     # ---- observations ----------------------------------------------------------------------
     def screenshot(self, resolution: Optional[tuple[int, int]] = None) -> np.ndarray:
-        dev = self.dev
-        st = dev.settings
-        status = {"clock": dev.clock, "wifi": st.wifi, "bluetooth": st.bluetooth, "airplane": st.airplane}
-        scr = dev.screen()
-        app = dev.apps.get(scr.app)
-        accent = app.color if app is not None else (26, 115, 232)
-        return render_screen(scr, tuple(resolution or self.resolution), accent, status)
+        """Render the current screen now (works with render=False too)."""
+        obs = self.observe()
+        obs._res = tuple(resolution or self.resolution)
+        obs._shot = None
+        return obs.screenshot
 
     def observe(self) -> Observation:
-        scr = self.dev.screen()
-        shot = self.screenshot() if self.render else _PLACEHOLDER
-        xml = screen_xml(scr) if self.tree else ""
-        elements = screen_elements(scr) if self.tree else []
-        return Observation(screenshot=shot, ui_elements=elements, ui_xml=xml, current_app=scr.app,
-                           goal=self.task.goal if self.task else "", screen_size=(W, H))
+        """Observation of the current screen; screenshot, XML and elements are computed from a
+        frozen snapshot of the widget tree on first access (so unread parts cost nothing)."""
+        dev = self.dev
+        scr = dev.screen()
+        st = dev.settings
+        status = {"clock": dev.clock, "wifi": st.wifi, "bluetooth": st.bluetooth, "airplane": st.airplane}
+        app = dev.apps.get(scr.app)
+        accent = app.color if app is not None else (26, 115, 232)
+        return LazyObservation(scr, status, accent, self.resolution if self.render else None,
+                               self.tree, self.task.goal if self.task else "")
 
     # ---- oracle ----------------------------------------------------------------------------
     def expert_actions(self, task: Task) -> list[ExpertStep]:

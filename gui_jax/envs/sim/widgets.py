@@ -17,30 +17,32 @@ KEYBOARD_H = 840
 BODY_TOP = STATUS_H + APPBAR_H
 PAD = 40
 
-_FLAGS = ("clickable", "long_clickable", "scrollable", "focusable", "focused", "checkable",
-          "checked", "selected", "password")
+_FLAG_SET = frozenset(("clickable", "long_clickable", "scrollable", "focusable", "focused", "checkable",
+                       "checked", "selected", "password", "enabled"))
 
 
 class Node:
     """One widget. `bounds` are the visible (clipped) bounds; `draw` the unclipped ones."""
 
-    __slots__ = ("cls", "kind", "bounds", "draw", "text", "desc", "rid", "on_click", "on_long",
-                 "on_point", "children", "style", "enabled") + _FLAGS
+    # Boolean flags default to False at class level; __init__ sets only the ones given (hot path).
+    clickable = long_clickable = scrollable = focusable = focused = False
+    checkable = checked = selected = password = False
+    enabled = True
 
     def __init__(self, cls: str, kind: str, bounds, text: str = "", desc: str = "", rid: str = "",
                  on_click: Optional[Callable] = None, on_long: Optional[Callable] = None,
                  on_point: Optional[Callable] = None, children=None, style=None, **flags):
         self.cls, self.kind = cls, kind
-        self.bounds = self.draw = tuple(int(v) for v in bounds)
+        self.bounds = self.draw = bounds
         self.text, self.desc, self.rid = text, desc, rid
         self.on_click, self.on_long, self.on_point = on_click, on_long, on_point
         self.children = children if children is not None else []
         self.style = style or {}
-        self.enabled = flags.pop("enabled", True)
-        for f in _FLAGS:
-            setattr(self, f, bool(flags.pop(f, False)))
         if flags:
-            raise TypeError(f"Node: unknown flags {sorted(flags)}")
+            for f, v in flags.items():
+                if f not in _FLAG_SET:
+                    raise TypeError(f"Node: unknown flag {f!r}")
+                setattr(self, f, bool(v))
         if on_click is not None or on_point is not None:
             self.clickable = True
         if on_long is not None:
@@ -59,6 +61,17 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.cls.split('.')[-1]}, {self.text or self.desc!r}, {self.bounds})"
+
+
+def flatten(root: Node) -> list:
+    """Nodes in document (pre-)order."""
+    out, stack = [], [root]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if n.children:
+            stack.extend(reversed(n.children))
+    return out
 
 
 def clip_tree(node: Node, top: int, bottom: int) -> Optional[Node]:
@@ -312,7 +325,9 @@ class UI:
         ref.scroll = min(max(ref.scroll, 0), scroll_max)
         body_kids, y = [], top - ref.scroll
         for h, make in self.items:
-            if y + h > top and y < bottom:
+            if y >= top and y + h <= bottom:
+                body_kids.append(make(y))  # fully visible: nothing to clip
+            elif y + h > top and y < bottom:
                 n = clip_tree(make(y), top, bottom)
                 if n is not None:
                     body_kids.append(n)
@@ -332,7 +347,7 @@ class UI:
         if dialog:
             kids = [status, self._dialog(ref.dialog, keyboard)]
         root = Node("android.widget.FrameLayout", "root", (0, 0, W, H), children=kids)
-        flat = list(root.walk())
+        flat = flatten(root)
         return Screen(root=root, flat=flat, app=app, scroll_node=body if scroll_max and not dialog else None,
                       scroll_max=scroll_max, keyboard=keyboard, dialog=dialog, dark=self.dark, toast=toast,
                       extra={"title": self.title})

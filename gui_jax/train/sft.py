@@ -1,0 +1,86 @@
+"""Supervised fine-tuning on expert episodes (reasoning-free: the expert action, empty thought).
+
+Each training example is one step of an expert episode, prompted with the expert history
+(MobileRL §2.1 reasoning-free SFT; UI-S1's SFT stage). Loss: token-mean NLL of the response.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from gui_jax.core.types import Episode
+from gui_jax.data.pipeline import list_batch, make_pipeline
+from gui_jax.rl.batch import TrainSample, model_forward_logprobs
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
+from gui_jax.rl.semi_online import expert_element
+from gui_jax.train.fit import fit
+from gui_jax.train.logger import MetricsLogger
+from gui_jax.train.state import Updater, make_optimizer
+
+
+def expert_history(ep: Episode, t: int, pcfg: PromptConfig, thoughts: Optional[Sequence[str]] = None):
+    return [(ep.observations[k], expert_response(ep.actions[k], ep.observations[k], pcfg,
+                                                 thought=(thoughts[k] if thoughts else ""),
+                                                 element=expert_element(ep, k)))
+            for k in range(t)]
+
+
+class SFTSource:
+    """Random access over (episode, step) → TrainSample with the expert response as target."""
+
+    def __init__(self, agent, episodes: Sequence[Episode], pcfg: PromptConfig,
+                 thoughts: Optional[dict] = None):
+        self.agent, self.episodes, self.pcfg = agent, list(episodes), pcfg
+        self.thoughts = thoughts or {}  # (episode index, step) -> thought (reasoning SFT)
+        self.index = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep.actions))]
+        if not self.index:
+            raise ValueError("SFT needs at least one expert step; got no episodes/steps")
+
+    def __len__(self):
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> TrainSample:
+        e, t = self.index[i]
+        ep = self.episodes[e]
+        th = [self.thoughts.get((e, k), "") for k in range(len(ep.actions))]
+        prompt = build_messages(ep.goal, expert_history(ep, t, self.pcfg, th), ep.observations[t], self.pcfg)
+        target = expert_response(ep.actions[t], ep.observations[t], self.pcfg, thought=th[t],
+                                 element=expert_element(ep, t))
+        g = self.agent.policy.encode(prompt, target)
+        return TrainSample(g.prompt_ids, g.response_ids, advantage=1.0, pixel_values=g.pixel_values,
+                           image_grid_thw=g.image_grid_thw)
+
+
+def sft_loss_fn(graphdef, rest):
+    """(Σ −log p(response tokens), #response tokens, metrics) for one micro-batch."""
+    def loss(params, batch, rng):
+        model = nnx.merge(graphdef, params, rest)
+        logp, logits = model_forward_logprobs(model, batch)
+        m = batch["loss_mask"]
+        pred = jnp.argmax(logits[:, :-1], axis=-1)
+        correct = (pred == batch["input_ids"][:, 1:]).astype(jnp.float32) * m[:, 1:]
+        n = m.sum()
+        return -(logp * m).sum(), n, {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
+    return loss
+
+
+def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
+              logger: Optional[MetricsLogger] = None, prefix: str = "sft",
+              thoughts: Optional[dict] = None) -> dict:
+    """Trains agent.params in place on the expert steps of `episodes`. cfg: the `sft` config block."""
+    source = SFTSource(agent, episodes, pcfg, thoughts)
+    pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
+                             shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
+    data_iter = iter(pipeline)
+    optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
+                               weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
+                               total_steps=cfg.num_steps, schedule=cfg.get("schedule", "constant"))
+    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest), optimizer)
+    state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
+                prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,
+                checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"))
+    agent.set_params(state.params)
+    return {"steps": state.step, "examples": len(source)}
