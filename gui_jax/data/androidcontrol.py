@@ -87,6 +87,8 @@ def _direction(d: dict) -> str:
 
 def androidcontrol_to_action(d: dict, *, scroll_convention: str = "content") -> Action:
     """Canonical `Action` for one AndroidControl action dict. Raises ValueError on bad input."""
+    if scroll_convention not in ("content", "finger"):
+        raise ValueError(f"scroll_convention must be 'content' or 'finger', got {scroll_convention!r}")
     if not isinstance(d, dict):
         raise ValueError(f"expected a JSON object, got {type(d).__name__}")
     kind = d.get("action_type")
@@ -329,8 +331,7 @@ def _episode_from_features(features: dict, path, index: int, *, scroll_conventio
                 raise err("accessibility_trees", str(e), step=t) from None
         observations.append(Observation(screenshot=image, ui_elements=elements, goal=goal,
                                         screen_size=(w, h)))
-    bboxes = [target_bbox_from_elements(observations[t].ui_elements, a) if t < len(observations) else None
-              for t, a in enumerate(actions)]
+    bboxes = [target_bbox_from_elements(observations[t].ui_elements, a) for t, a in enumerate(actions)]
     ep_id = int(f["episode_id"][0])
     info: dict[str, Any] = {"source": "androidcontrol", "androidcontrol_episode_id": ep_id,
                             "raw_actions": raw_actions}
@@ -354,7 +355,8 @@ def read_androidcontrol(paths: Union[PathLike, Iterable[PathLike]], *, verify_cr
     decode_images=False leaves 1x1 placeholder screenshots (metadata-only passes).
     parse_ui_trees: fill Observation.ui_elements from the accessibility forests, and
       Episode.target_bboxes from the element under each point action (else all None).
-    Raises AndroidControlFormatError (file, record index, field, step) on any malformed input.
+    Raises AndroidControlFormatError (file, record index, field, step) on any malformed input;
+    for per-screenshot fields `step` is the screenshot index (the last one follows the last action).
     """
     if scroll_convention not in ("content", "finger"):
         raise ValueError(f"scroll_convention must be 'content' or 'finger', got {scroll_convention!r}")

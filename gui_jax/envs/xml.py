@@ -12,6 +12,7 @@ Shared by PhoneSim and the real-device backend. The simplifier follows MobileRL 
    password, selected), text the text and the content-desc ("text | desc" when both are set and
    differ). index, resource-id and package are dropped.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,16 @@ from lxml import etree
 from gui_jax.core.types import UIElement
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
-FUNCTIONAL_FLAGS = ("checkable", "checked", "clickable", "focusable", "scrollable", "long-clickable", "password",
-                    "selected")
+FUNCTIONAL_FLAGS = (
+    "checkable",
+    "checked",
+    "clickable",
+    "focusable",
+    "scrollable",
+    "long-clickable",
+    "password",
+    "selected",
+)
 ACTION_FLAGS = (("clickable", "click"), ("long-clickable", "long-click"), ("scrollable", "scroll"))
 STATE_FLAGS = ("checkable", "checked", "focusable", "password", "selected")
 
@@ -59,13 +68,26 @@ def parse_ui_xml(xml: str) -> list[UIElement]:
     """All `<node>`s in document order as `UIElement`s (index = position)."""
     out = []
     for i, n in enumerate(_nodes(_root(xml))):
-        out.append(UIElement(
-            index=i, cls=n.get("class", ""), bounds=parse_bounds(n.get("bounds", ""), f"node {i}"),
-            text=n.get("text", ""), content_desc=n.get("content-desc", ""), resource_id=n.get("resource-id", ""),
-            clickable=_flag(n, "clickable"), long_clickable=_flag(n, "long-clickable"),
-            scrollable=_flag(n, "scrollable"), focusable=_flag(n, "focusable"), focused=_flag(n, "focused"),
-            checkable=_flag(n, "checkable"), checked=_flag(n, "checked"), selected=_flag(n, "selected"),
-            enabled=n.get("enabled", "true") == "true", password=_flag(n, "password")))
+        out.append(
+            UIElement(
+                index=i,
+                cls=n.get("class", ""),
+                bounds=parse_bounds(n.get("bounds", ""), f"node {i}"),
+                text=n.get("text", ""),
+                content_desc=n.get("content-desc", ""),
+                resource_id=n.get("resource-id", ""),
+                clickable=_flag(n, "clickable"),
+                long_clickable=_flag(n, "long-clickable"),
+                scrollable=_flag(n, "scrollable"),
+                focusable=_flag(n, "focusable"),
+                focused=_flag(n, "focused"),
+                checkable=_flag(n, "checkable"),
+                checked=_flag(n, "checked"),
+                selected=_flag(n, "selected"),
+                enabled=n.get("enabled", "true") == "true",
+                password=_flag(n, "password"),
+            )
+        )
     return out
 
 

@@ -24,7 +24,6 @@ Weight sync: `sampler.update_weights(model_or_state)` swaps in new parameters wi
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -127,10 +126,8 @@ class Sampler:
     self.graphdef, self.state = nnx.split(model)
     self._eos = jnp.asarray(self.eos_ids or (-1,), jnp.int32)
     self._banned = jnp.asarray(self.banned_ids, jnp.int32)
-    self._prefill = jax.jit(functools.partial(_prefill, self.graphdef), static_argnames=("cache_len",))
-    # The decode state (KV cache included) is donated: updated in place, no copy per call.
-    self._decode_loop = jax.jit(functools.partial(_decode_loop, self.graphdef), donate_argnums=(1,))
-    self._decode_step = jax.jit(functools.partial(_decode_step, self.graphdef), donate_argnums=(1,))
+    # Jitted functions are module-level with the graphdef static, so samplers of the same architecture share
+    # compilations (a new Sampler after a weight update, or with other stop settings, compiles nothing).
 
   def update_weights(self, model_or_state: Any) -> None:
     """New parameters (same structure and shapes): no recompilation."""
@@ -200,8 +197,8 @@ class Sampler:
     stop_seqs = jnp.asarray(_stop_seq_array(stop_token_sequences))
     rng = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), self._banned)
-    dstate = self._prefill(self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings, stop_seqs,
-                           self._eos, cache_len=p + t)
+    dstate = _prefill_jit(self.graphdef, self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings,
+                          stop_seqs, self._eos, cache_len=p + t)
 
     limit = int(max_new_tokens)
     stop_at = np.full((bb,), -1, np.int64)  # length cut by a stop string, -1 = none
@@ -217,10 +214,10 @@ class Sampler:
 
   def _run_decode(self, dstate: DecodeState, until: int, settings, stop_seqs) -> DecodeState:
     if self.decode_impl == "while_loop":
-      return self._decode_loop(self.state, dstate, jnp.int32(until), settings, stop_seqs, self._eos)
+      return _decode_loop_jit(self.graphdef, self.state, dstate, jnp.int32(until), settings, stop_seqs, self._eos)
     step = int(dstate.step)
     while step < until:
-      dstate = self._decode_step(self.state, dstate, settings, stop_seqs, self._eos)
+      dstate = _decode_step_jit(self.graphdef, self.state, dstate, settings, stop_seqs, self._eos)
       step += 1
       if step % 8 == 0 and bool(np.asarray(dstate.done).all()):  # a sync every 8 steps, not every step
         break
@@ -275,12 +272,13 @@ class Sampler:
 
 
 def _stop_seq_array(seqs) -> np.ndarray:
-  if not seqs:
-    return np.zeros((0, 1), np.int32)
+  """[S, K] right-aligned, -1 padded; S and K rounded up to multiples of 4 so few shapes get compiled."""
+  seqs = list(seqs or [])
   if any(len(s) == 0 for s in seqs):
     raise ValueError("empty stop token sequence")
-  k = max(len(s) for s in seqs)
-  arr = np.full((len(seqs), k), -1, np.int32)
+  k = max([len(s) for s in seqs] + [1])
+  arr = np.full((-(-max(len(seqs), 1) // 4) * 4, -(-k // 4) * 4), -1, np.int32)
+  k = arr.shape[1]
   for i, s in enumerate(seqs):
     arr[i, k - len(s):] = s
   return arr
@@ -337,3 +335,9 @@ def _decode_loop(graphdef, state, dstate: DecodeState, until, settings, stop_seq
   def cond(d):
     return (d.step < until) & ~jnp.all(d.done)
   return jax.lax.while_loop(cond, lambda d: _decode_step(graphdef, state, d, settings, stop_seqs, eos), dstate)
+
+
+# The decode state (KV cache included) is donated: updated in place, no copy per call.
+_prefill_jit = jax.jit(_prefill, static_argnums=(0,), static_argnames=("cache_len",))
+_decode_step_jit = jax.jit(_decode_step, static_argnums=(0,), donate_argnums=(2,))
+_decode_loop_jit = jax.jit(_decode_loop, static_argnums=(0,), donate_argnums=(2,))

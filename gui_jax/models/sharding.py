@@ -212,24 +212,46 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
 
 
 def shard_batch(batch: Any, mesh: Mesh, rules: LogicalRules | Mapping[str, MeshAxes] = DEFAULT_RULES,
-                batch_axis: str = "batch") -> Any:
-  """Places host arrays (numpy / jax) on the mesh, dimension 0 split over the `batch_axis` rule, rest replicated.
+                logical_axes: Mapping[str, Sequence[str | None] | None] | None = None) -> Any:
+  """Places host arrays (numpy / jax) on the mesh: dimension 0 split over the 'batch' rule, the rest replicated.
 
-  Multi-process: each process passes the same global batch (e.g. from a seeded loader); this keeps the shards
+  logical_axes: per top-level key of a dict batch, the logical names of that array's dimensions, overriding the
+  batch-first default, e.g. {'position_ids': (None, 'batch', None), 'pixel_values': None} (None = replicated).
+  Multi-process: every process passes the same global batch (e.g. from a seeded loader) and keeps the shards
   that live on its devices. Rank-0 arrays are replicated.
   """
-  def put(x):
+  overrides = dict(logical_axes or {})
+  if overrides and not isinstance(batch, Mapping):
+    raise ValueError("shard_batch: logical_axes overrides need a dict batch")
+  unknown = sorted(set(overrides) - set(batch)) if overrides else []
+  if unknown:
+    raise KeyError(f"shard_batch: logical_axes names keys absent from the batch: {unknown}")
+
+  def put(x, axes):
     x = np.asarray(x) if not isinstance(x, jax.Array) else x
-    if x.ndim == 0:
-      spec = PartitionSpec()
-    else:
-      spec = logical_to_spec((batch_axis,) + (None,) * (x.ndim - 1), rules, mesh, x.shape)
+    if axes == "default":
+      axes = ("batch",) + (None,) * (x.ndim - 1) if x.ndim else ()
+    spec = PartitionSpec() if not axes else logical_to_spec(axes, rules, mesh, x.shape)
     sharding = NamedSharding(mesh, spec)
     if jax.process_count() == 1:
       return jax.device_put(x, sharding)
     host = np.asarray(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
-  return jax.tree.map(put, batch)
+
+  if isinstance(batch, Mapping):
+    return type(batch)({k: jax.tree.map(lambda x, a=overrides.get(k, "default"): put(x, a), v)
+                        for k, v in batch.items()})
+  return jax.tree.map(lambda x: put(x, "default"), batch)
+
+
+def loader_shardings(mesh: Mesh, rules: LogicalRules | Mapping[str, MeshAxes] = DEFAULT_RULES):
+  """The `shardings(path, logical_axes, shape)` callable of `hf_io.load_hf_checkpoint`: each tensor is placed
+  on the mesh as it is read, so a large checkpoint never sits whole on one device."""
+  def place(path: str, logical_axes, shape) -> NamedSharding:
+    del path
+    spec = logical_to_spec(logical_axes, rules, mesh, shape) if logical_axes else PartitionSpec()
+    return NamedSharding(mesh, spec)
+  return place
 
 
 # ---------------------------------------------------------------------------------------------- activations

@@ -153,7 +153,8 @@ def goal(rng: random.Random) -> str:
         f"Delete the expenses with names {rng.choice(DISHES)}, {rng.choice(DISHES)} in Pro Expense.",
         f"Add the recipe '{rng.choice(DISHES)}' to Broccoli with ingredients {rng.choice(INGREDIENTS)} "
         f"and {rng.choice(INGREDIENTS)}; servings: {rng.randint(1, 8)}.",
-        f"Send a text message to {_phone(rng)} saying \"{rng.choice(THOUGHTS).format(app=app, btn='OK', d='down', name=name, setting='Wi-Fi')}\"",
+        f"Send a text message to {_phone(rng)} saying "
+        f"\"{rng.choice(THOUGHTS).format(app=app, btn='OK', d='down', name=name, setting='Wi-Fi')}\"",
         f"Reply to the most recent message from {name} with 'See you at {_time(rng)}'.",
         f"Turn {rng.choice(('on', 'off'))} {rng.choice(SETTINGS)}.",
         f"Set the screen brightness to {rng.choice(('maximum', 'minimum', str(rng.randint(0, 100)) + '%'))}.",

@@ -1,4 +1,5 @@
 """Curriculum buckets by difficulty (AWG: easy -> easy+medium -> all)."""
+
 from __future__ import annotations
 
 from typing import Sequence

@@ -9,6 +9,7 @@
   set with the closest mean difficulty (and a test share near 25%) wins.
 Every split is checked for disjointness at its level and for |mean difficulty gap| <= 0.15.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -46,27 +47,40 @@ class Split:
     info: dict = field(default_factory=dict)
 
     def _side(self, tasks):
-        return {"instances": len(tasks), "templates": len({t.template for t in tasks}),
-                "apps": len({a for t in tasks for a in t.apps}), "mean_difficulty": round(_mean(t.level for t in tasks), 3),
-                "difficulty": dict(sorted(Counter(t.difficulty for t in tasks).items())),
-                "answer": sum(t.answer_task for t in tasks), "cross_app": sum(len(t.apps) > 1 for t in tasks)}
+        return {
+            "instances": len(tasks),
+            "templates": len({t.template for t in tasks}),
+            "apps": len({a for t in tasks for a in t.apps}),
+            "mean_difficulty": round(_mean(t.level for t in tasks), 3),
+            "difficulty": dict(sorted(Counter(t.difficulty for t in tasks).items())),
+            "answer": sum(t.answer_task for t in tasks),
+            "cross_app": sum(len(t.apps) > 1 for t in tasks),
+        }
 
     def balance(self) -> dict:
-        return {"train": self._side(self.train), "test": self._side(self.test),
-                "difficulty_gap": round(abs(_mean(t.level for t in self.train) - _mean(t.level for t in self.test)), 3)}
+        return {
+            "train": self._side(self.train),
+            "test": self._side(self.test),
+            "difficulty_gap": round(abs(_mean(t.level for t in self.train) - _mean(t.level for t in self.test)), 3),
+        }
 
     def report(self) -> str:
         b = self.balance()
-        lines = [f"split '{self.regime}':  {'':8s}{'inst':>6s}{'tmpl':>6s}{'apps':>6s}{'diff':>7s}  mix (e/m/h)  answer cross"]
+        head = (
+            f"{'':8s}{'inst':>6s}{'tmpl':>6s}{'apps':>6s}{'diff':>7s}{'easy/med/hard':>16s}{'answer':>8s}{'cross':>7s}"
+        )
+        lines = [f"split '{self.regime}'", head]
         for side in ("train", "test"):
             s = b[side]
             d = s["difficulty"]
-            lines.append(f"  {side:26s}{s['instances']:6d}{s['templates']:6d}{s['apps']:6d}{s['mean_difficulty']:7.2f}  "
-                         f"{d.get('easy', 0)}/{d.get('medium', 0)}/{d.get('hard', 0)}".ljust(60)
-                         + f"{s['answer']:6d}{s['cross_app']:6d}")
-        lines.append(f"  mean difficulty gap {b['difficulty_gap']:.3f} (limit {MAX_DIFFICULTY_GAP})")
+            mix = f"{d.get('easy', 0)}/{d.get('medium', 0)}/{d.get('hard', 0)}"
+            lines.append(
+                f"{side:8s}{s['instances']:6d}{s['templates']:6d}{s['apps']:6d}{s['mean_difficulty']:7.2f}"
+                f"{mix:>16s}{s['answer']:8d}{s['cross_app']:7d}"
+            )
+        lines.append(f"mean difficulty gap {b['difficulty_gap']:.3f} (limit {MAX_DIFFICULTY_GAP})")
         if self.info.get("test_apps"):
-            lines.append(f"  test apps: {', '.join(self.info['test_apps'])}")
+            lines.append(f"test apps: {', '.join(self.info['test_apps'])}")
         return "\n".join(lines)
 
     def check(self) -> None:
@@ -75,7 +89,9 @@ class Split:
             raise SplitError(f"{self.regime} split has an empty side ({len(self.train)} train, {len(self.test)} test)")
         tr, te = {instance_key(t) for t in self.train}, {instance_key(t) for t in self.test}
         if tr & te:
-            raise SplitError(f"{self.regime} split: {len(tr & te)} instances in both train and test, e.g. {sorted(tr & te)[0]}")
+            raise SplitError(
+                f"{self.regime} split: {len(tr & te)} instances in both train and test, e.g. {sorted(tr & te)[0]}"
+            )
         if len(tr) != len(self.train) or len(te) != len(self.test):
             raise SplitError(f"{self.regime} split: duplicate instances within a side")
         if self.regime == "instance":
@@ -155,9 +171,16 @@ def _app_split(names, n_test_apps: int):
     return best
 
 
-def make_split(regime: str, train_seeds: Iterable[int] = TRAIN_SEEDS, test_seeds: Iterable[int] = TEST_SEEDS,
-               seed: int = 0, templates: Optional[Iterable[str]] = None, n_test_apps: int = 3,
-               search: int = 300, verbose: bool = False) -> Split:
+def make_split(
+    regime: str,
+    train_seeds: Iterable[int] = TRAIN_SEEDS,
+    test_seeds: Iterable[int] = TEST_SEEDS,
+    seed: int = 0,
+    templates: Optional[Iterable[str]] = None,
+    n_test_apps: int = 3,
+    search: int = 300,
+    verbose: bool = False,
+) -> Split:
     """Build and check a CMDP split. regime: 'instance' | 'template' | 'app'."""
     train_seeds, test_seeds = tuple(train_seeds), tuple(test_seeds)
     if set(train_seeds) & set(test_seeds):
@@ -165,18 +188,27 @@ def make_split(regime: str, train_seeds: Iterable[int] = TRAIN_SEEDS, test_seeds
     names = sorted(templates) if templates is not None else list_templates()
     if regime == "instance":
         param = [n for n in names if get_template(n).parametric]
-        split = _build(regime, param, param, train_seeds, test_seeds,
-                       {"excluded_templates": [n for n in names if n not in param]})
+        split = _build(
+            regime, param, param, train_seeds, test_seeds, {"excluded_templates": [n for n in names if n not in param]}
+        )
     elif regime == "template":
         train_t, test_t = _template_split(names, search, random.Random(f"template-split:{seed}"))
-        split = _build(regime, train_t, test_t, train_seeds, test_seeds, {"train_templates": train_t, "test_templates": test_t})
+        split = _build(
+            regime, train_t, test_t, train_seeds, test_seeds, {"train_templates": train_t, "test_templates": test_t}
+        )
     elif regime == "app":
         found = _app_split(names, n_test_apps)
         if found is None:
             raise SplitError(f"app split: no valid choice of {n_test_apps} test apps")
         train_t, test_t, test_apps = found
-        split = _build(regime, train_t, test_t, train_seeds, test_seeds,
-                       {"train_templates": train_t, "test_templates": test_t, "test_apps": test_apps})
+        split = _build(
+            regime,
+            train_t,
+            test_t,
+            train_seeds,
+            test_seeds,
+            {"train_templates": train_t, "test_templates": test_t, "test_apps": test_apps},
+        )
     else:
         raise SplitError(f"unknown split regime {regime!r}; expected one of {REGIMES}")
     split.check()

@@ -6,6 +6,7 @@ the preset's); image min/max pixels; max_new_tokens.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional
 
@@ -45,6 +46,15 @@ class Agent:
             model, self.model_config = load_hf_checkpoint(mcfg.checkpoint)
         else:
             self.model_config = preset(mcfg.preset)
+            text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size")
+                         if mcfg.get(k)}
+            vis_over = {"depth": mcfg.vision_depth} if mcfg.get("vision_depth") else {}
+            if vis_over.get("depth") and max(self.model_config.vision.fullatt_block_indexes) >= vis_over["depth"]:
+                vis_over["fullatt_block_indexes"] = (vis_over["depth"] - 1,)
+            if text_over or vis_over:
+                self.model_config = self.model_config.replace(
+                    text=dataclasses.replace(self.model_config.text, **text_over),
+                    vision=dataclasses.replace(self.model_config.vision, **vis_over))
             model = Qwen25VLForConditionalGeneration(self.model_config, rngs=nnx.Rngs(seed))
         tok_name = mcfg.get("tokenizer", "auto")
         if tok_name == "auto" and not mcfg.get("checkpoint") and mcfg.preset == "tiny":

@@ -8,6 +8,9 @@ def model_block(preset: str = "tiny") -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict({
         "preset": preset,            # tiny | 3b | 7b | 32b | 72b (ignored when checkpoint is set)
         "checkpoint": "",            # a Hugging Face Qwen2.5-VL directory to start from
+        "num_hidden_layers": 0,      # >0 overrides the preset's text depth
+        "intermediate_size": 0,      # >0 overrides the preset's text MLP width
+        "vision_depth": 0,           # >0 overrides the preset's vision depth
         "tokenizer": "auto",         # auto | tiny | qwen25 | path/to/tokenizer.json
         "min_pixels": 56 * 56,
         "max_pixels": 28 * 28 * 1280,

@@ -110,10 +110,12 @@ class Updater:
             grad_sum = g if grad_sum is None else jax.tree.map(jnp.add, grad_sum, g)
             loss_sum, denom = loss_sum + s, denom + d
             for k, v in m.items():
-                metric_sums[k] = metric_sums.get(k, 0.0) + v
+                # A metric is a scalar (averaged over micro-batches) or a (sum, count) pair.
+                v = (v, 1.0) if not isinstance(v, tuple) else v
+                acc = metric_sums.get(k, (0.0, 0.0))
+                metric_sums[k] = (acc[0] + float(v[0]), acc[1] + float(v[1]))
         params, opt_state, gnorm = self._apply(state.params, state.opt_state, grad_sum, denom)
-        n = len(micro_batches)
         metrics = {"loss": float(loss_sum / jnp.maximum(denom, 1e-8)), "grad_norm": float(gnorm),
                    "tokens": float(denom)}
-        metrics.update({k: float(v) / n for k, v in metric_sums.items()})
+        metrics.update({k: s / c if c > 0 else float("nan") for k, (s, c) in metric_sums.items()})
         return TrainState(state.step + 1, params, opt_state, rng), metrics

@@ -1,7 +1,6 @@
 """AndroidControl TFRecord reader/writer: round trips, wire-format parity, corrupt records."""
 import gzip
 import json
-import os
 import struct
 
 import numpy as np

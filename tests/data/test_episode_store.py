@@ -1,11 +1,10 @@
 """EpisodeStore random access, filtering, index cache; StepDataset flattening."""
-import json
 
 import grain
 import numpy as np
 import pytest
 
-from gui_jax.core.serialize import EpisodeFormatError, load_episode, save_episode, save_episodes
+from gui_jax.core.serialize import EpisodeFormatError, save_episode, save_episodes
 from gui_jax.core.types import Action, Episode, Observation, UIElement
 from gui_jax.data import episode_store as es
 from gui_jax.data.episode_store import EpisodeStore, write_store_index

@@ -41,7 +41,8 @@ CONVERSATIONS = [
         {"role": "system", "content": [{"type": "text", "text": "Sys {{ not jinja }}"}]},
         {"role": "user", "content": [{"type": "text", "text": "Step 1"}, {"type": "image", "image": IMG_A},
                                      {"type": "text", "text": "UI tree:\nButton;click;;Save;[0,0][10,10]"}]},
-        {"role": "assistant", "content": '<think>tap save</think>\n<action>{"action": "click", "coordinate": [5, 5]}</action>'},
+        {"role": "assistant",
+         "content": '<think>tap save</think>\n<action>{"action": "click", "coordinate": [5, 5]}</action>'},
         {"role": "user", "content": [{"image": IMG_B}, {"type": "image_url", "image_url": "x.png", "image": IMG_C},
                                      {"type": "text", "text": "next?"}]},
     ],
@@ -118,8 +119,9 @@ def test_build_inputs_matches_qwen25_vl_processor(hf_processor, conv):
     assert ours["input_ids"].dtype == np.int32 and ours["mm_token_type_ids"].dtype == np.int32
     np.testing.assert_array_equal(ours["input_ids"], ref["input_ids"][0])
     np.testing.assert_array_equal(ours["mm_token_type_ids"], ref["mm_token_type_ids"][0])
-    expected = "".join(m["content"] if isinstance(m["content"], str) else "".join(i.get("text", "") for i in m["content"])
-                       for m in messages if m["role"] == "assistant")
+    expected = "".join(
+        m["content"] if isinstance(m["content"], str) else "".join(i.get("text", "") for i in m["content"])
+        for m in messages if m["role"] == "assistant")
     masked = ours["input_ids"][ours["assistant_mask"] == 1].tolist()
     assert T.qwen25_tokenizer().decode(masked).replace("<|im_end|>", "") == expected
     assert T.qwen25_tokenizer().decode(masked).count("<|im_end|>") == sum(m["role"] == "assistant" for m in messages)

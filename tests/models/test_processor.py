@@ -125,7 +125,8 @@ def test_token_counts_and_pad_expansion():
     assert counts == [proc.num_image_tokens(100, 60), proc.num_image_tokens(56, 300)]
     assert sum(int(np.prod(g)) for g in out["image_grid_thw"]) == out["pixel_values"].shape[0]
     text = "a<|image_pad|>b<|image_pad|>c"
-    assert expand_image_pads(text, counts) == "a" + "<|image_pad|>" * counts[0] + "b" + "<|image_pad|>" * counts[1] + "c"
+    pad = "<|image_pad|>"
+    assert expand_image_pads(text, counts) == "a" + pad * counts[0] + "b" + pad * counts[1] + "c"
     with pytest.raises(ValueError, match="2 <\\|image_pad\\|> placeholders but 1 images"):
         expand_image_pads(text, counts[:1])
 

@@ -1,4 +1,5 @@
-"""Parity of the Flax Qwen2.5-VL port with transformers (float32): logits, loss, gradients, KV-cache decoding."""
+"""Parity of the Flax Qwen2.5-VL port with transformers (float32): logits, loss, gradients; KV-cache decoding
+agrees with the full forward."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 import torch
 from flax import nnx
 
-from gui_jax.models.qwen2_5_vl import load_hf_checkpoint
+from gui_jax.models.qwen2_5_vl import get_rope_index, load_hf_checkpoint, vision_layout
 from support.qwen_hf import IMAGE_ID, build_inputs, hf_config, hf_forward, make_hf_model
 
 jax.config.update("jax_default_matmul_precision", "highest")
@@ -63,7 +64,7 @@ def case(request, tmp_path_factory):
   return request.param, hf, model, our_cfg, inputs
 
 
-def test_logits_loss_and_grads_match_transformers(case):
+def test_logits_loss_grads_and_kv_cache_match_transformers(case):
   name, hf, model, cfg, inputs = case
   mask = inputs["attention_mask"].astype(bool)
   labels = np.where(mask, inputs["input_ids"], -100)
@@ -75,12 +76,18 @@ def test_logits_loss_and_grads_match_transformers(case):
   ref_logits = out.logits.detach().numpy()
   hf_params = dict(hf.named_parameters())
 
-  def loss_fn(m):
-    o = m(inputs["input_ids"], attention_mask=inputs["attention_mask"], pixel_values=inputs["pixel_values"],
-          image_grid_thw=inputs["image_grid_thw"])
-    return _ce_loss(o.logits, jnp.asarray(labels)), o.logits
+  layout = vision_layout(inputs["image_grid_thw"], cfg.vision)
+  pos, _ = get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], inputs["attention_mask"], cfg)
 
-  (loss, logits), grads = nnx.value_and_grad(loss_fn, has_aux=True)(model)
+  @nnx.jit
+  def loss_and_grad(m, ids, mask, pixels, layout, pos, labels):
+    def loss_fn(m):
+      o = m(ids, attention_mask=mask, pixel_values=pixels, position_ids=pos, vision_layout=layout)
+      return _ce_loss(o.logits, labels), o.logits
+    return nnx.value_and_grad(loss_fn, has_aux=True)(m)
+
+  (loss, logits), grads = loss_and_grad(model, inputs["input_ids"], inputs["attention_mask"],
+                                        inputs["pixel_values"], layout, pos, labels)
   logit_diff = np.abs(np.asarray(logits) - ref_logits)[mask].max()
   print(f"{name}: max |logit diff| = {logit_diff:.3g} (max |logit| {np.abs(ref_logits).max():.3g})")
   assert logit_diff <= 1e-4
@@ -99,26 +106,53 @@ def test_logits_loss_and_grads_match_transformers(case):
     worst = max(worst, rel)
     assert rel <= 1e-4, (hf_name, rel)
   print(f"{name}: loss {float(loss):.6f} vs {out.loss.item():.6f}; worst relative grad diff {worst:.3g}")
+  if name.endswith("left"):  # decoding continues after the last real token: needs left padding
+    cache_diff = _check_kv_cache_decoding(model, inputs, layout, np.asarray(logits))
+    print(f"{name}: kv-cache decode max |logit diff| {cache_diff:.3g}")
 
 
-def test_kv_cache_prefill_and_decode_match_full_forward(case):
-  """Prefill a (padded) prompt into the static cache, decode the rest token by token: same logits."""
-  name, _, model, cfg, inputs = case
+def _check_kv_cache_decoding(model, inputs, layout, full_logits):
+  """Prefill a left-padded prompt into the static cache (jitted), decode the last 2 text tokens one by one:
+  the logits equal the full forward's."""
   ids, mask = inputs["input_ids"], inputs["attention_mask"]
-  if name.endswith("right"):
-    return  # decoding continues after the last real token; exercised with the left-padded cases
-  full = model(ids, attention_mask=mask, pixel_values=inputs["pixel_values"],
-               image_grid_thw=inputs["image_grid_thw"]).logits
-  # The decode suffix must be text; all test rows end in >= 1 text tokens, decode the last 2 columns.
-  cut = ids.shape[1] - 2
-  cache = model.init_cache(ids.shape[0], ids.shape[1] + 3)
-  pre = model(ids[:, :cut], attention_mask=mask[:, :cut], pixel_values=inputs["pixel_values"],
-              image_grid_thw=inputs["image_grid_thw"], cache=cache)
-  np.testing.assert_allclose(np.asarray(pre.logits), np.asarray(full[:, :cut]), atol=1e-4, rtol=0)
+  cut = ids.shape[1] - 2  # every test row ends in >= 2 text tokens
+  cfg = model.cfg
+  pos, _ = get_rope_index(ids[:, :cut], inputs["image_grid_thw"], mask[:, :cut], cfg)
+
+  @nnx.jit
+  def prefill(m, ids, mask, pixels, layout, pos, cache):
+    return m(ids, attention_mask=mask, pixel_values=pixels, vision_layout=layout, position_ids=pos, cache=cache)
+
   step = nnx.jit(lambda m, tok, c: m(tok, cache=c))
+  pre = prefill(model, ids[:, :cut], mask[:, :cut], inputs["pixel_values"], layout, pos,
+                model.init_cache(ids.shape[0], ids.shape[1] + 3))
+  diff = np.abs(np.asarray(pre.logits) - full_logits[:, :cut])[mask[:, :cut].astype(bool)].max()
   c = pre.cache
   for j in range(cut, ids.shape[1]):
     o = step(model, jnp.asarray(ids[:, j:j + 1]), c)
     c = o.cache
-    np.testing.assert_allclose(np.asarray(o.logits[:, 0]), np.asarray(full[:, j]), atol=1e-4, rtol=0)
+    diff = max(diff, np.abs(np.asarray(o.logits[:, 0]) - full_logits[:, j]).max())
   assert int(c.index) == ids.shape[1]
+  assert diff <= 1e-4, diff
+  return diff
+
+
+def test_tiny_preset_runs_jitted_with_logical_axes():
+  from gui_jax.models.qwen2_5_vl import Qwen25VLForConditionalGeneration, logical_axes, preset
+  from gui_jax.models.qwen2_5_vl.config import TINY_IMAGE_PAD_ID
+  cfg = preset("tiny")
+  assert cfg.image_token_id == TINY_IMAGE_PAD_ID < cfg.text.vocab_size
+  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0))
+  axes = logical_axes(model)
+  assert all(a is not None for a in axes.values())
+  assert axes["language_model.layers.0.self_attn.k_proj.kernel"] == ("embed", "kv_heads")
+  assert axes["language_model.embed_tokens"] == ("vocab", "embed")
+  grid = np.array([[1, 4, 8]])  # 32 patches -> 8 image tokens
+  ids = np.array([[5, cfg.vision_start_token_id] + [cfg.image_token_id] * 8 + [cfg.vision_end_token_id, 7]])
+  pixels = np.random.default_rng(0).standard_normal((32, cfg.vision.patch_dim)).astype(np.float32)
+  pos, _ = get_rope_index(ids, grid, None, cfg)
+  fwd = nnx.jit(lambda m, i, p, lay, pos: m(i, pixel_values=p, vision_layout=lay, position_ids=pos))
+  out = fwd(model, ids, pixels, vision_layout(grid, cfg.vision), pos)
+  eager = model(ids, pixel_values=pixels, image_grid_thw=grid)
+  assert out.logits.shape == (1, 12, cfg.text.vocab_size)
+  np.testing.assert_allclose(np.asarray(out.logits), np.asarray(eager.logits), atol=1e-5, rtol=0)

@@ -18,6 +18,8 @@ from support.qwen_hf import IMAGE_ID, VIDEO_ID, build_inputs, hf_config, make_hf
 jax.config.update("jax_default_matmul_precision", "highest")
 PATCH_DIM = 3 * 2 * 4 * 4
 NEW = 32
+# One bucket per axis everywhere: every sampler in this file shares one compiled prefill / decode per input kind.
+BUCKETS = dict(prompt_buckets=(32,), new_token_buckets=(32,), batch_buckets=(4,))
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,7 @@ def models(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sampler(models):
   # No EOS inside the tiny vocabulary's range unless a test asks for it: runs are full length.
-  return Sampler(models[1], eos_ids=[-1], pad_id=0, prompt_buckets=(16, 32, 64), new_token_buckets=(8, 32),
-                 batch_buckets=(1, 2, 4))
+  return Sampler(models[1], eos_ids=[-1], pad_id=0, **BUCKETS)
 
 
 def _hf_generate(hf, inputs):
@@ -73,7 +74,7 @@ def test_greedy_matches_transformers_generate_text(models, sampler):
 def test_sampled_logprobs_equal_training_forward(models, sampler):
   """Sampled (temperature 0.8, top-p 0.9) tokens: sampler logprobs == log_softmax of a full forward."""
   _, model = models
-  inputs = build_inputs([[4, "img", 2], [6]], [(1, 4, 4)], pad_side="left", seed=3, patch_dim=PATCH_DIM)
+  inputs = build_inputs([[4, "img", 2], [6]], [(1, 8, 8)], pad_side="left", seed=3, patch_dim=PATCH_DIM)
   out = sampler.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"],
                          pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"],
                          max_new_tokens=20, temperature=0.8, top_p=0.9, seed=7)
@@ -95,8 +96,7 @@ def test_sampled_logprobs_equal_training_forward(models, sampler):
 @pytest.mark.parametrize("padding_side", ["left", "right"])
 def test_batched_with_padding_equals_unbatched(models, padding_side):
   _, model = models
-  s = Sampler(model, eos_ids=[-1], pad_id=0, padding_side=padding_side, prompt_buckets=(16, 32),
-              new_token_buckets=(8, 32), batch_buckets=(1, 4))
+  s = Sampler(model, eos_ids=[-1], pad_id=0, padding_side=padding_side, **BUCKETS)
   rng = np.random.default_rng(5)
   prompts = [rng.integers(0, 240, n).tolist() for n in (3, 11, 7)]
   batched = s.generate(prompts, max_new_tokens=12)
@@ -122,8 +122,7 @@ def test_eos_and_stop_sequences(models, sampler):
   eos = int(ref.tokens[0, 5])
   first0 = int(np.argmax(ref.tokens[0] == eos))
   hits1 = np.nonzero(ref.tokens[1] == eos)[0]
-  s = Sampler(model, eos_ids=[eos], pad_id=0, prompt_buckets=(16,), new_token_buckets=(8, 32),
-              batch_buckets=(2,))
+  s = Sampler(model, eos_ids=[eos], pad_id=0, **BUCKETS)
   out = s.generate(prompts, max_new_tokens=16)
   assert out.lengths[0] == first0 + 1 and out.finish_reasons[0] == "eos"
   np.testing.assert_array_equal(out.tokens[0, :first0 + 1], ref.tokens[0, :first0 + 1])
@@ -140,8 +139,7 @@ def test_eos_and_stop_sequences(models, sampler):
 def test_stop_strings_host_side(models):
   _, model = models
   detok = lambda ids: " ".join(f"t{i}" for i in ids)  # noqa: E731
-  s = Sampler(model, eos_ids=[-1], pad_id=0, detokenize=detok, prompt_buckets=(16,), new_token_buckets=(32,),
-              batch_buckets=(2,), stop_check_every=4)
+  s = Sampler(model, eos_ids=[-1], pad_id=0, detokenize=detok, **BUCKETS, stop_check_every=4)
   prompts = [[1, 2, 3, 4], [7, 8]]
   ref = s.generate(prompts, max_new_tokens=24)
   # Stop string spanning tokens 9 and 10 of row 0 (found in a later chunk than the first).
@@ -155,7 +153,7 @@ def test_stop_strings_host_side(models):
 
 def test_decode_impls_agree(models):
   _, model = models
-  kw = dict(eos_ids=[-1], pad_id=0, prompt_buckets=(16,), new_token_buckets=(16,), batch_buckets=(2,))
+  kw = dict(eos_ids=[-1], pad_id=0, **BUCKETS)
   a = Sampler(model, decode_impl="while_loop", **kw).generate([[3, 4, 5], [9]], max_new_tokens=10,
                                                               temperature=1.0, seed=4)
   b = Sampler(model, decode_impl="python", **kw).generate([[3, 4, 5], [9]], max_new_tokens=10,

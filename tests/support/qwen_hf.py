@@ -34,7 +34,7 @@ def make_hf_model(cfg, seed: int):
       elif p.ndim == 1:
         p.copy_(0.1 * torch.randn_like(p))
       elif "embed_tokens" in name:
-        p.copy_(0.5 * torch.randn_like(p))
+        p.copy_(0.3 * torch.randn_like(p))
       else:
         fan_in = int(np.prod(p.shape[1:]))
         p.copy_(torch.randn_like(p) * (1.5 / np.sqrt(fan_in)))

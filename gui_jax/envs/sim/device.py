@@ -4,6 +4,7 @@ All app state lives in `App` objects owned by the device; `screen()` rebuilds th
 from that state (cached until the next state change). `apply(action)` returns (valid, reason);
 an invalid action changes nothing, as on a phone.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -11,7 +12,8 @@ import re
 from typing import Optional
 
 from gui_jax.core.types import Action
-from gui_jax.envs.sim.widgets import H, KEYBOARD_H, W, Dialog, PageRef, Screen, UI
+from gui_jax.envs.sim.ui import UI
+from gui_jax.envs.sim.widgets import KEYBOARD_H, Dialog, H, PageRef, Screen, W
 
 
 def norm_name(s: str) -> str:
@@ -111,7 +113,7 @@ class Device:
         if q in names:
             return names[q]
         for n, key in names.items():
-            if q in n or (len(n) >= 4 and n in q):
+            if (len(q) >= 3 and q in n) or (len(n) >= 4 and n in q):
                 return key
         close = difflib.get_close_matches(q, list(names), n=1, cutoff=0.75)
         return names[close[0]] if close else None
@@ -156,15 +158,6 @@ class Device:
                 return node
         return None
 
-    def _element(self, index: int):
-        scr = self.screen()
-        if not 0 <= index < len(scr.flat):
-            return None
-        node = scr.flat[index]
-        if node.on_click or node.on_point or node.on_long:
-            return node
-        return None
-
     def scroll(self, direction: str, amount: Optional[int] = None) -> tuple[bool, str]:
         scr = self.screen()
         if scr.scroll_node is None or direction not in ("up", "down"):
@@ -194,18 +187,19 @@ class Device:
         t = a.type
         if t in ("click", "long_press"):
             if a.element is not None and a.x is None:
-                node = self._element(int(a.element))
-                if node is None:
-                    return False, f"element {a.element} is not interactive"
-                x1, y1, x2, y2 = node.bounds
+                # element index = a tap at the centre of that UI element (as Set-of-Mark agents do)
+                flat = self.screen().flat
+                if not 0 <= int(a.element) < len(flat):
+                    return False, f"element {a.element} does not exist ({len(flat)} elements)"
+                x1, y1, x2, y2 = flat[int(a.element)].bounds
                 px, py = (x1 + x2) / 2, (y1 + y2) / 2
             else:
                 px, py = float(a.x), float(a.y)
-                if not (0 <= px < W and 0 <= py < H):
-                    return False, f"point ({px:.0f},{py:.0f}) is off screen"
-                node = self.hit(px, py) if t == "click" else self._long_hit(px, py)
-                if node is None:
-                    return False, f"no {'clickable' if t == 'click' else 'long-clickable'} widget at ({px:.0f},{py:.0f})"
+            if not (0 <= px < W and 0 <= py < H):
+                return False, f"point ({px:.0f},{py:.0f}) is off screen"
+            node = self.hit(px, py) if t == "click" else self._long_hit(px, py)
+            if node is None:
+                return False, f"no {'clickable' if t == 'click' else 'long-clickable'} widget at ({px:.0f},{py:.0f})"
             if t == "click":
                 if node.on_point is not None:
                     node.on_point(px, py)

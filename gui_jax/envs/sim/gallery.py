@@ -1,7 +1,8 @@
 """Gallery: render the launcher and the main screen of every app into one PNG.
 
-    python -m gui_jax.envs.sim.gallery --out gallery.png [--seed 0] [--width 270]
+python -m gui_jax.envs.sim.gallery --out gallery.png [--seed 0] [--width 270]
 """
+
 from __future__ import annotations
 
 import argparse

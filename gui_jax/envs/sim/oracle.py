@@ -4,6 +4,7 @@ Each plan step is resolved against the live screen: the target widget is found b
 text / content-desc, off-screen targets are scrolled into full view first (recorded as scroll
 steps), and the click point is the widget centre. The plan always ends with terminate(success).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -90,10 +91,15 @@ def solve(dev, spec: Spec, max_scrolls: int = 25) -> list[ExpertStep]:
                 down = False  # reached the bottom without finding it: search upwards
             if not down and ref.scroll <= 0:
                 break
-            do(Action("scroll", direction="down" if down else "up"), None,
-               f"Scroll {'down' if down else 'up'} to find {what}")
-        raise OracleError(f"could not find {what!r} (rid={rid}, text={text}, desc={desc}) on "
-                          f"{dev.top.app}/{dev.top.page} for goal {spec.goal!r}")
+            do(
+                Action("scroll", direction="down" if down else "up"),
+                None,
+                f"Scroll {'down' if down else 'up'} to find {what}",
+            )
+        raise OracleError(
+            f"could not find {what!r} (rid={rid}, text={text}, desc={desc}) on "
+            f"{dev.top.app}/{dev.top.page} for goal {spec.goal!r}"
+        )
 
     for step in spec.plan:
         if isinstance(step, Open):
@@ -103,8 +109,11 @@ def solve(dev, spec: Spec, max_scrolls: int = 25) -> list[ExpertStep]:
             node = locate(step.rid, step.text, step.desc, _label(step))
             x1, y1, x2, y2 = node.bounds
             kind = "long_press" if step.long else "click"
-            do(Action(kind, x=(x1 + x2) / 2, y=(y1 + y2) / 2), node.bounds,
-               step.instr or f"{'Long-press' if step.long else 'Tap'} '{_label(step)}'")
+            do(
+                Action(kind, x=(x1 + x2) / 2, y=(y1 + y2) / 2),
+                node.bounds,
+                step.instr or f"{'Long-press' if step.long else 'Tap'} '{_label(step)}'",
+            )
         elif isinstance(step, TapAt):
             node = locate(step.rid, None, None, step.rid)
             x1, y1, x2, y2 = node.bounds
@@ -113,8 +122,11 @@ def solve(dev, spec: Spec, max_scrolls: int = 25) -> list[ExpertStep]:
         elif isinstance(step, Fill):
             node = locate(step.rid, None, None, step.label or step.rid)
             x1, y1, x2, y2 = node.bounds
-            do(Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2), node.bounds,
-               f"Tap the {step.label or step.rid.replace('_', ' ')} field")
+            do(
+                Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2),
+                node.bounds,
+                f"Tap the {step.label or step.rid.replace('_', ' ')} field",
+            )
             do(Action("type", text=step.text), None, f"Type '{step.text}'")
         elif isinstance(step, Look):
             locate(step.rid, step.text, None, step.text or step.rid)

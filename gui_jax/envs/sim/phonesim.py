@@ -12,6 +12,7 @@ placeholder (call `sim.screenshot()` to render on demand); tree=False also skips
 Observations are lazy (`LazyObservation`): the screenshot, XML and element list are computed
 from a frozen snapshot of the screen only when read.
 """
+
 from __future__ import annotations
 
 import functools
@@ -58,17 +59,26 @@ class Task:
         return {"easy": 1, "medium": 2, "hard": 3}[self.difficulty]
 
     def to_dict(self) -> dict:
-        return {"template": self.template, "seed": self.seed, "goal": self.goal, "app": self.app,
-                "apps": list(self.apps), "difficulty": self.difficulty, "complexity": self.complexity,
-                "optimal_steps": self.optimal_steps, "answer_task": self.answer_task}
+        return {
+            "template": self.template,
+            "seed": self.seed,
+            "goal": self.goal,
+            "app": self.app,
+            "apps": list(self.apps),
+            "difficulty": self.difficulty,
+            "complexity": self.complexity,
+            "optimal_steps": self.optimal_steps,
+            "answer_task": self.answer_task,
+        }
 
 
 def get_template(name: str) -> Template:
     try:
         return TEMPLATES[name]
     except KeyError:
-        raise KeyError(f"unknown task template {name!r}; {len(TEMPLATES)} known, e.g. "
-                       f"{', '.join(sorted(TEMPLATES)[:5])}") from None
+        raise KeyError(
+            f"unknown task template {name!r}; {len(TEMPLATES)} known, e.g. {', '.join(sorted(TEMPLATES)[:5])}"
+        ) from None
 
 
 def build_instance(template: str, seed: int) -> tuple[Device, Spec]:
@@ -93,8 +103,18 @@ def _make_task(template: str, seed: int) -> Task:
     dev, spec = build_instance(template, seed)
     steps = solve(dev, spec)
     params = tuple(sorted((k, str(v)) for k, v in spec.params.items()))
-    return Task(template, int(seed), spec.goal, tpl.app, tpl.apps, tpl.difficulty, tpl.complexity, len(steps),
-                tpl.answer, params)
+    return Task(
+        template,
+        int(seed),
+        spec.goal,
+        tpl.app,
+        tpl.apps,
+        tpl.difficulty,
+        tpl.complexity,
+        len(steps),
+        tpl.answer,
+        params,
+    )
 
 
 class LazyObservation(Observation):
@@ -102,13 +122,16 @@ class LazyObservation(Observation):
 
     Reads like a plain Observation; pickling / copying materialises it into one."""
 
-    def __init__(self, scr, status, accent, resolution, tree: bool, goal: str):
-        # dataclass __init__/__post_init__ are bypassed on purpose: nothing is computed yet
+    @classmethod
+    def of_screen(cls, scr, status, accent, resolution, tree: bool, goal: str) -> "LazyObservation":
+        # the dataclass __init__/__post_init__ are bypassed on purpose: nothing is computed yet
+        self = cls.__new__(cls)
         self._scr, self._status, self._accent, self._res, self._tree = scr, status, accent, resolution, tree
         self._shot = None if resolution is not None else _PLACEHOLDER
         self._xml = None
         self._els = None
         self.current_app, self.goal, self.screen_size = scr.app, goal, (W, H)
+        return self
 
     @property
     def screenshot(self) -> np.ndarray:
@@ -141,8 +164,14 @@ class LazyObservation(Observation):
         self._els = v
 
     def materialize(self) -> Observation:
-        return Observation(screenshot=self.screenshot, ui_elements=list(self.ui_elements), ui_xml=self.ui_xml,
-                           current_app=self.current_app, goal=self.goal, screen_size=tuple(self.screen_size))
+        return Observation(
+            screenshot=self.screenshot,
+            ui_elements=list(self.ui_elements),
+            ui_xml=self.ui_xml,
+            current_app=self.current_app,
+            goal=self.goal,
+            screen_size=tuple(self.screen_size),
+        )
 
     def __reduce__(self):
         m = self.materialize()
@@ -157,8 +186,9 @@ class PhoneSim:
 
     screen_size = (W, H)
 
-    def __init__(self, render: bool = True, resolution: tuple[int, int] = (540, 1200), max_steps: int = 30,
-                 tree: bool = True):
+    def __init__(
+        self, render: bool = True, resolution: tuple[int, int] = (540, 1200), max_steps: int = 30, tree: bool = True
+    ):
         self.render, self.resolution, self.max_steps, self.tree = render, tuple(resolution), max_steps, tree
         self.dev: Optional[Device] = None
         self.task: Optional[Task] = None
@@ -192,6 +222,11 @@ class PhoneSim:
             info["answer"] = self.answer
         return self.observe(), self.done, info
 
+    def close(self) -> None:
+        """Env-protocol no-op (nothing to release)."""
+        self.dev = None
+        self.done = True
+
     def state_success(self) -> bool:
         """Whether the goal is satisfied right now (ignores the terminate rule); for analysis."""
         return bool(self.spec.check(self.dev, self.answer))
@@ -213,8 +248,14 @@ class PhoneSim:
         status = {"clock": dev.clock, "wifi": st.wifi, "bluetooth": st.bluetooth, "airplane": st.airplane}
         app = dev.apps.get(scr.app)
         accent = app.color if app is not None else (26, 115, 232)
-        return LazyObservation(scr, status, accent, self.resolution if self.render else None,
-                               self.tree, self.task.goal if self.task else "")
+        return LazyObservation.of_screen(
+            scr,
+            status,
+            accent,
+            self.resolution if self.render else None,
+            self.tree,
+            self.task.goal if self.task else "",
+        )
 
     # ---- oracle ----------------------------------------------------------------------------
     def expert_actions(self, task: Task) -> list[ExpertStep]:

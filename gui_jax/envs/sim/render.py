@@ -4,6 +4,7 @@ Drawing happens directly at the target resolution (logical coordinates scaled), 
 bundled scalable font (no system font dependency, so screenshots are bitwise identical across
 machines with the same Pillow). Rendered text masks are cached because FreeType dominates cost.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -11,16 +12,49 @@ from collections import OrderedDict
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from gui_jax.envs.sim.widgets import H, KEYBOARD_H, STATUS_H, W, Node, Screen
+from gui_jax.envs.sim.widgets import KEYBOARD_H, STATUS_H, H, Node, Screen, W
 
-LIGHT = {"bg": (250, 250, 252), "fg": (28, 28, 32), "sub": (110, 112, 120), "line": (225, 226, 232),
-         "card": (255, 255, 255), "field": (242, 243, 247), "accent": (26, 115, 232)}
-DARK = {"bg": (24, 25, 28), "fg": (236, 236, 240), "sub": (150, 152, 160), "line": (55, 57, 62),
-        "card": (44, 45, 50), "field": (48, 50, 55), "accent": (110, 165, 255)}
-SIZES = {"title": 56, "row_title": 46, "row_sub": 36, "row_right": 44, "label": 34, "edit": 44, "button": 44,
-         "button2": 44, "text_body": 42, "text_header": 38, "text_big": 110, "text_small": 36, "value": 46,
-         "chip": 38, "bar_button": 40, "app_icon": 34, "dialog_title": 50, "dialog_button": 42, "status": 34}
+LIGHT = {
+    "bg": (250, 250, 252),
+    "fg": (28, 28, 32),
+    "sub": (110, 112, 120),
+    "line": (225, 226, 232),
+    "card": (255, 255, 255),
+    "field": (242, 243, 247),
+    "accent": (26, 115, 232),
+}
+DARK = {
+    "bg": (24, 25, 28),
+    "fg": (236, 236, 240),
+    "sub": (150, 152, 160),
+    "line": (55, 57, 62),
+    "card": (44, 45, 50),
+    "field": (48, 50, 55),
+    "accent": (110, 165, 255),
+}
+SIZES = {
+    "title": 56,
+    "row_title": 46,
+    "row_sub": 36,
+    "row_right": 44,
+    "label": 34,
+    "edit": 44,
+    "button": 44,
+    "button2": 44,
+    "text_body": 42,
+    "text_header": 38,
+    "text_big": 110,
+    "text_small": 36,
+    "value": 46,
+    "chip": 38,
+    "bar_button": 40,
+    "app_icon": 34,
+    "dialog_title": 50,
+    "dialog_button": 42,
+    "status": 34,
+}
 
+SWITCH_ON = (26, 115, 232)  # one "on" colour for every switch: clear on/off contrast in any app
 _fonts: dict = {}
 _masks: "OrderedDict[tuple, Image.Image]" = OrderedDict()
 
@@ -76,11 +110,11 @@ class Painter:
         avail = x2 - x1
         max_chars = max(1, int(avail / (px * 0.52)))
         if len(text) > max_chars:
-            text = text[:max(1, max_chars - 1)] + "…"
+            text = text[: max(1, max_chars - 3)] + "..."
         m = _mask(text, px)
         if m.size[0] > avail and len(text) > 2:
             keep = max(1, int(len(text) * avail / m.size[0]) - 1)
-            m = _mask(text[:keep] + "…", px)
+            m = _mask(text[: max(1, keep - 2)] + "...", px)
         tw, th = m.size
         x = x1 if align == "left" else (x1 + x2 - tw) / 2 if align == "center" else x2 - tw
         y = y1 if valign == "top" else (y1 + y2 - th) / 2
@@ -109,10 +143,28 @@ def render_screen(scr: Screen, size: tuple[int, int], accent, status: dict) -> n
     if scr.keyboard:
         _keyboard(pt)
     if scr.toast:
-        pt.rect((190, H - (KEYBOARD_H if scr.keyboard else 0) - 330, W - 190, H - (KEYBOARD_H if scr.keyboard else 0) - 220),
-                fill=(50, 50, 54), r=55)
-        pt.text((190, H - (KEYBOARD_H if scr.keyboard else 0) - 330, W - 190, H - (KEYBOARD_H if scr.keyboard else 0) - 220),
-                scr.toast, 38, (255, 255, 255), align="center")
+        pt.rect(
+            (
+                190,
+                H - (KEYBOARD_H if scr.keyboard else 0) - 330,
+                W - 190,
+                H - (KEYBOARD_H if scr.keyboard else 0) - 220,
+            ),
+            fill=(50, 50, 54),
+            r=55,
+        )
+        pt.text(
+            (
+                190,
+                H - (KEYBOARD_H if scr.keyboard else 0) - 330,
+                W - 190,
+                H - (KEYBOARD_H if scr.keyboard else 0) - 220,
+            ),
+            scr.toast,
+            38,
+            (255, 255, 255),
+            align="center",
+        )
     # gesture pill
     pt.rect((400, H - 40, 680, H - 28), fill=pt.p["sub"], r=6)
     return np.asarray(pt.img, dtype=np.uint8).copy()
@@ -134,12 +186,12 @@ def _status(pt: Painter, st: dict) -> None:
         pt.text((x - 30, 0, x + 30, STATUS_H), "B", 38, pt.p["fg"], align="center")
         x -= 70
     if st.get("airplane"):
-        pt.text((x - 30, 0, x + 30, STATUS_H), "✈", 38, pt.p["fg"], align="center")
+        pt.text((x - 30, 0, x + 30, STATUS_H), "A", 38, pt.p["fg"], align="center")
 
 
 def _keyboard(pt: Painter) -> None:
     top = H - KEYBOARD_H
-    pt.rect((0, top, W, H), fill=(210, 213, 220) if not pt.p is DARK else (40, 42, 46))
+    pt.rect((0, top, W, H), fill=(210, 213, 220))
     rows = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
     kw, kh = 100, 150
     for r, keys in enumerate(rows):
@@ -152,7 +204,7 @@ def _keyboard(pt: Painter) -> None:
     y = top + 30 + 3 * (kh + 20)
     pt.rect((230, y, 850, y + kh - 20), fill=(255, 255, 255), r=12)
     pt.rect((870, y, 1040, y + kh - 20), fill=pt.accent, r=12)
-    pt.text((870, y, 1040, y + kh - 20), "↵", 48, (255, 255, 255), align="center")
+    pt.text((870, y, 1040, y + kh - 20), "go", 44, (255, 255, 255), align="center")
 
 
 def _draw(pt: Painter, n: Node) -> None:
@@ -182,33 +234,54 @@ def _draw(pt: Painter, n: Node) -> None:
         bb = ((x1 + x2) / 2 - 35, (y1 + y2) / 2 - 35, (x1 + x2) / 2 + 35, (y1 + y2) / 2 + 35)
         if n.checked:
             pt.rect(bb, fill=pt.accent, r=10)
-            pt.d.line([pt.box((bb[0] + 14, bb[1] + 36, 0, 0))[:2], pt.box((bb[0] + 30, bb[1] + 52, 0, 0))[:2],
-                       pt.box((bb[0] + 58, bb[1] + 18, 0, 0))[:2]], fill=(255, 255, 255), width=max(1, int(7 * pt.sx)))
+            pt.d.line(
+                [
+                    pt.box((bb[0] + 14, bb[1] + 36, 0, 0))[:2],
+                    pt.box((bb[0] + 30, bb[1] + 52, 0, 0))[:2],
+                    pt.box((bb[0] + 58, bb[1] + 18, 0, 0))[:2],
+                ],
+                fill=(255, 255, 255),
+                width=max(1, int(7 * pt.sx)),
+            )
         else:
             pt.rect(bb, outline=p["sub"], r=10, width=max(1, int(5 * pt.sx)))
     elif k == "switch":
         on = n.checked
-        pt.rect((x1 + 20, y1 + 15, x2 - 20, y2 - 15), fill=pt.accent if on else p["line"], r=40)
+        pt.rect((x1 + 20, y1 + 15, x2 - 20, y2 - 15), fill=SWITCH_ON if on else p["line"], r=40)
         kx = x2 - 75 if on else x1 + 75
-        pt.d.ellipse(pt.box((kx - 38, (y1 + y2) / 2 - 38, kx + 38, (y1 + y2) / 2 + 38)),
-                     fill=(255, 255, 255), outline=p["sub"])
+        pt.d.ellipse(
+            pt.box((kx - 38, (y1 + y2) / 2 - 38, kx + 38, (y1 + y2) / 2 + 38)), fill=(255, 255, 255), outline=p["sub"]
+        )
     elif k == "edit":
-        pt.rect(b, fill=p["field"], r=18, outline=pt.accent if n.focused else p["line"],
-                width=max(1, int((5 if n.focused else 2) * pt.sx)))
+        pt.rect(
+            b,
+            fill=p["field"],
+            r=18,
+            outline=pt.accent if n.focused else p["line"],
+            width=max(1, int((5 if n.focused else 2) * pt.sx)),
+        )
         inner = (x1 + 30, y1, x2 - 140, y2)
         if n.text:
             pt.text(inner, n.text + ("|" if n.focused else ""), SIZES["edit"], p["fg"])
         else:
             pt.text(inner, ("|" if n.focused else "") + n.style.get("hint", ""), SIZES["edit"], p["sub"])
     elif k == "icon_clear":
-        pt.text(b, "×", 60, p["sub"], align="center")
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        w = max(1, int(5 * pt.sx))
+        pt.d.line([pt.box((cx - 18, cy - 18, 0, 0))[:2], pt.box((cx + 18, cy + 18, 0, 0))[:2]], fill=p["sub"], width=w)
+        pt.d.line([pt.box((cx - 18, cy + 18, 0, 0))[:2], pt.box((cx + 18, cy - 18, 0, 0))[:2]], fill=p["sub"], width=w)
     elif k in ("button", "dialog_button", "chip"):
         filled = k == "button" or (k == "chip" and n.selected)
         if k == "dialog_button":
             pt.text(b, n.text.upper(), SIZES[k], pt.accent, align="center")
         else:
-            pt.rect(b, fill=pt.accent if filled else p["card"], outline=None if filled else p["sub"], r=60,
-                    width=max(1, int(3 * pt.sx)))
+            pt.rect(
+                b,
+                fill=pt.accent if filled else p["card"],
+                outline=None if filled else p["sub"],
+                r=60,
+                width=max(1, int(3 * pt.sx)),
+            )
             pt.text(b, n.text, SIZES[k], (255, 255, 255) if filled else p["fg"], align="center")
     elif k == "button2":
         pt.rect(b, fill=p["card"], outline=pt.accent, r=60, width=max(1, int(4 * pt.sx)))

@@ -5,6 +5,7 @@ Every node of the widget tree becomes one `<node>` with the attributes uiautomat
 "[x1,y1][x2,y2]"); `ui_elements` lists the same nodes in document order, so an action's
 `element` index refers to the n-th `<node>` of the dump.
 """
+
 from __future__ import annotations
 
 from gui_jax.core.types import UIElement
@@ -32,7 +33,8 @@ def screen_xml(scr: Screen) -> str:
             f'checkable="{_b(node.checkable)}" checked="{_b(node.checked)}" clickable="{_b(node.clickable)}" '
             f'enabled="{_b(node.enabled)}" focusable="{_b(node.focusable)}" focused="{_b(node.focused)}" '
             f'scrollable="{_b(node.scrollable)}" long-clickable="{_b(node.long_clickable)}" '
-            f'password="{_b(node.password)}" selected="{_b(node.selected)}" bounds="[{x1},{y1}][{x2},{y2}]"')
+            f'password="{_b(node.password)}" selected="{_b(node.selected)}" bounds="[{x1},{y1}][{x2},{y2}]"'
+        )
         if node.children:
             parts.append(">\n")
             for i, c in enumerate(node.children):
@@ -40,6 +42,7 @@ def screen_xml(scr: Screen) -> str:
             parts.append(f"{pad}</node>\n")
         else:
             parts.append(" />\n")
+
     emit(scr.root, 0, 1)
     parts.append("</hierarchy>\n")
     return "".join(parts)
@@ -48,9 +51,24 @@ def screen_xml(scr: Screen) -> str:
 def screen_elements(scr: Screen) -> list[UIElement]:
     out = []
     for i, n in enumerate(scr.flat):
-        out.append(UIElement(index=i, cls=n.cls, bounds=n.bounds, text=n.text, content_desc=n.desc,
-                             resource_id=n.rid, clickable=n.clickable, long_clickable=n.long_clickable,
-                             scrollable=n.scrollable, focusable=n.focusable, focused=n.focused,
-                             checkable=n.checkable, checked=n.checked, selected=n.selected, enabled=n.enabled,
-                             password=n.password))
+        out.append(
+            UIElement(
+                index=i,
+                cls=n.cls,
+                bounds=n.bounds,
+                text=n.text,
+                content_desc=n.desc,
+                resource_id=n.rid,
+                clickable=n.clickable,
+                long_clickable=n.long_clickable,
+                scrollable=n.scrollable,
+                focusable=n.focusable,
+                focused=n.focused,
+                checkable=n.checkable,
+                checked=n.checked,
+                selected=n.selected,
+                enabled=n.enabled,
+                password=n.password,
+            )
+        )
     return out

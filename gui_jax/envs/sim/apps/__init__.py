@@ -7,7 +7,7 @@ How to add an app
      `open(app)`), `color` (icon colour), `main_page` (default "main");
    - `init_state()` sets empty state, `populate(rng)` fills seeded default content (use only `rng`,
      never global randomness, so the same seed gives the same phone);
-   - one `page_<name>(self, ui, ref)` method per page. Describe the page with the `UI` builder
+   - one `page_<name>(self, ui, ref)` method per page. Describe the page with the `UI` builder (envs/sim/ui.py)
      (`ui.appbar(title, back, actions)`, `ui.row`, `ui.switch`, `ui.field(label, form_key)`,
      `ui.button`, `ui.detail`, `ui.text`, `ui.buttons`, `ui.slider`, `ui.fab`); never place pixels.
      Form values live in `ref.form`, page arguments in `ref.args`. Navigate with
@@ -28,6 +28,7 @@ receives the freshly populated `Device` and a seeded `random.Random`, may edit t
 Import the module in templates/__init__.py. tests/tasks/test_templates.py then checks the
 oracle on 20 seeds, that terminate-first fails, and determinism.
 """
+
 from gui_jax.envs.sim.apps.calendar import Calendar
 from gui_jax.envs.sim.apps.clock import Clock
 from gui_jax.envs.sim.apps.contacts import Contacts
@@ -42,6 +43,5 @@ from gui_jax.envs.sim.apps.settings import Settings
 from gui_jax.envs.sim.apps.todo import Tasks
 
 # Contacts before Messages: message threads are seeded from contact names.
-APP_CLASSES = (Settings, Clock, Contacts, Messages, Calendar, Notes, Expenses, Recipes, Tasks, Files,
-               Recorder, Music)
+APP_CLASSES = (Settings, Clock, Contacts, Messages, Calendar, Notes, Expenses, Recipes, Tasks, Files, Recorder, Music)
 APP_KEYS = tuple(c.key for c in APP_CLASSES)

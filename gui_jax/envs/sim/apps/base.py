@@ -1,24 +1,147 @@
 """App base class and seeded content pools shared by the PhoneSim apps."""
+
 from __future__ import annotations
 
 import random
 
-FIRST = ["Alice", "Bruno", "Chen", "Dana", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kemal",
-         "Lena", "Marta", "Nikhil", "Olga", "Pablo", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera",
-         "Wei", "Ximena", "Yusuf", "Zoe", "Amir", "Bea", "Carlos", "Diego", "Emma", "Felix"]
-LAST = ["Adams", "Berg", "Costa", "Dubois", "Evans", "Fischer", "Garcia", "Hansen", "Ito", "Jensen",
-        "Khan", "Lopez", "Moreau", "Novak", "Okafor", "Petrov", "Rossi", "Silva", "Tanaka", "Ueda",
-        "Vargas", "Weber", "Young", "Zhang"]
-COMPANIES = ["Acme Corp", "Blue Harbor", "Cedar Labs", "Delta Foods", "Evergreen", "Futura Bank",
-             "Granite Works", "Helix Bio", "Iris Media", "Juniper Air", "Kite Logistics", "Lumen Studio"]
-WORDS = ["apple", "river", "orange", "garden", "silver", "planet", "window", "coffee", "mountain", "paper",
-         "yellow", "ticket", "forest", "winter", "summer", "rocket", "pencil", "castle", "bridge", "violet",
-         "harbor", "meadow", "canyon", "lantern", "marble", "pepper", "falcon", "island", "cotton", "thunder"]
-TOPICS = ["Team sync", "Dentist", "Yoga class", "Budget review", "Lunch with Sam", "Piano lesson",
-          "Car service", "Book club", "Project kickoff", "Parent meeting", "Gym session", "Flight to Lisbon",
-          "Haircut", "Design review", "Birthday party", "Doctor visit", "Coffee chat", "Quarterly planning"]
-PLACES = ["Room 4B", "Main Street 12", "City Clinic", "Cafe Luna", "Gym Central", "Online", "Library",
-          "Office", "Park Pavilion", "Airport T2"]
+FIRST = [
+    "Alice",
+    "Bruno",
+    "Chen",
+    "Dana",
+    "Elif",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Marta",
+    "Nikhil",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wei",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+    "Amir",
+    "Bea",
+    "Carlos",
+    "Diego",
+    "Emma",
+    "Felix",
+]
+LAST = [
+    "Adams",
+    "Berg",
+    "Costa",
+    "Dubois",
+    "Evans",
+    "Fischer",
+    "Garcia",
+    "Hansen",
+    "Ito",
+    "Jensen",
+    "Khan",
+    "Lopez",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Petrov",
+    "Rossi",
+    "Silva",
+    "Tanaka",
+    "Ueda",
+    "Vargas",
+    "Weber",
+    "Young",
+    "Zhang",
+]
+COMPANIES = [
+    "Acme Corp",
+    "Blue Harbor",
+    "Cedar Labs",
+    "Delta Foods",
+    "Evergreen",
+    "Futura Bank",
+    "Granite Works",
+    "Helix Bio",
+    "Iris Media",
+    "Juniper Air",
+    "Kite Logistics",
+    "Lumen Studio",
+]
+WORDS = [
+    "apple",
+    "river",
+    "orange",
+    "garden",
+    "silver",
+    "planet",
+    "window",
+    "coffee",
+    "mountain",
+    "paper",
+    "yellow",
+    "ticket",
+    "forest",
+    "winter",
+    "summer",
+    "rocket",
+    "pencil",
+    "castle",
+    "bridge",
+    "violet",
+    "harbor",
+    "meadow",
+    "canyon",
+    "lantern",
+    "marble",
+    "pepper",
+    "falcon",
+    "island",
+    "cotton",
+    "thunder",
+]
+TOPICS = [
+    "Team sync",
+    "Dentist",
+    "Yoga class",
+    "Budget review",
+    "Lunch with Sam",
+    "Piano lesson",
+    "Car service",
+    "Book club",
+    "Project kickoff",
+    "Parent meeting",
+    "Gym session",
+    "Flight to Lisbon",
+    "Haircut",
+    "Design review",
+    "Birthday party",
+    "Doctor visit",
+    "Coffee chat",
+    "Quarterly planning",
+]
+PLACES = [
+    "Room 4B",
+    "Main Street 12",
+    "City Clinic",
+    "Cafe Luna",
+    "Gym Central",
+    "Online",
+    "Library",
+    "Office",
+    "Park Pavilion",
+    "Airport T2",
+]
 
 
 def full_name(rng: random.Random) -> str:
@@ -80,7 +203,9 @@ class App:
 
     def confirm(self, title: str, message: str, fn, ok: str = "Delete") -> None:
         """Confirmation dialog: Cancel / <ok>."""
+
         def yes():
             self.dev.close_dialog()
             fn()
+
         self.dev.dialog(title, message, [("Cancel", self.dev.close_dialog), (ok, yes)])

@@ -1,4 +1,5 @@
 """Calendar: agenda of upcoming events grouped by day; add / view / delete events."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -50,8 +51,11 @@ class Calendar(App):
         last = None
         for e in self.events:
             if e.date != last:
-                ui.text(day_name(e.date) + (" (today)" if e.date == self.today().isoformat() else ""),
-                        size="header", rid="day")
+                ui.text(
+                    day_name(e.date) + (" (today)" if e.date == self.today().isoformat() else ""),
+                    size="header",
+                    rid="day",
+                )
                 last = e.date
             ui.row(e.title, f"{e.time}  {e.location}", on_click=lambda e=e: self.open("event", id=e.id), rid="event")
         ui.fab("New event", lambda: self.open("new"))
@@ -65,12 +69,17 @@ class Calendar(App):
             self.events.remove(e)
             self.dev.up()
             self.dev.toast("Event deleted")
+
         ui.appbar(e.title)
         ui.detail("Date", f"{e.date} ({day_name(e.date)})", "date")
         ui.detail("Time", e.time, "time")
         ui.detail("Location", e.location or "-", "location")
-        ui.button("Delete event", lambda: self.confirm("Delete event?", f"Delete '{e.title}'?", delete), "delete",
-                  primary=False)
+        ui.button(
+            "Delete event",
+            lambda: self.confirm("Delete event?", f"Delete '{e.title}'?", delete),
+            "delete",
+            primary=False,
+        )
 
     def page_new(self, ui, ref):
         def save():
@@ -86,6 +95,7 @@ class Calendar(App):
             self.add(title, date, hhmm(int(m.group(1)), int(m.group(2))), ref.form.get("location", "").strip())
             self.dev.up()
             self.dev.toast("Event saved")
+
         ui.appbar("New event", actions=[("Save", save, "save")])
         ui.field("Title", "title")
         ui.field("Date (YYYY-MM-DD)", "date")

@@ -1,4 +1,5 @@
 """Clock: alarms (list, add, toggle, delete), timer and stopwatch."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,9 +49,12 @@ class Clock(App):
         def go(t):
             def fn():
                 self.tab = t
+                self.dev.focus = None
                 self.dev.top.page = {"Alarms": "main", "Timer": "timer", "Stopwatch": "stopwatch"}[t]
                 self.dev.top.scroll = 0
+
             return fn
+
         ui.buttons([(t, go(t)) for t in ("Alarms", "Timer", "Stopwatch")], rid="tab", selected=self.tab)
 
     def page_main(self, ui, ref):
@@ -60,16 +64,31 @@ class Clock(App):
         if not self.alarms:
             ui.text("No alarms", rid="empty")
         for a in self.alarms:
-            ui.switch(f"{a.time}  {a.label or 'Alarm'}", a.enabled, lambda a=a: setattr(a, "enabled", not a.enabled),
-                      "alarm_switch", on_row=lambda a=a: self.open("alarm", id=a.id))
+            ui.switch(
+                f"{a.time}  {a.label or 'Alarm'}",
+                a.enabled,
+                lambda a=a: setattr(a, "enabled", not a.enabled),
+                "alarm_switch",
+                on_row=lambda a=a: self.open("alarm", id=a.id),
+            )
         ui.fab("Add alarm", lambda: self.open("new_alarm"))
 
     def page_alarm(self, ui, ref):
         a = next((x for x in self.alarms if x.id == ref.args["id"]), None)
         if a is None:
             return ui.appbar("Alarm")
-        ui.appbar(f"Alarm {a.time}", actions=[("Delete", lambda: self.confirm(
-            "Delete alarm?", f"Delete the {a.time} alarm?", lambda: (self.alarms.remove(a), self.dev.up())), "delete")])
+        ui.appbar(
+            f"Alarm {a.time}",
+            actions=[
+                (
+                    "Delete",
+                    lambda: self.confirm(
+                        "Delete alarm?", f"Delete the {a.time} alarm?", lambda: (self.alarms.remove(a), self.dev.up())
+                    ),
+                    "delete",
+                )
+            ],
+        )
         ui.detail("Time", a.time, "time")
         ui.detail("Label", a.label or "-", "label")
         ui.switch("Enabled", a.enabled, lambda: setattr(a, "enabled", not a.enabled), "enabled")
@@ -86,6 +105,7 @@ class Clock(App):
             self.alarms.sort(key=lambda a: (a.hour, a.minute))
             self.dev.up()
             self.dev.toast(f"Alarm set for {hhmm(h, m)}")
+
         ui.appbar("New alarm", actions=[("Save", save, "save")])
         ui.field("Hour (0-23)", "hour")
         ui.field("Minute (0-59)", "minute")
@@ -105,8 +125,11 @@ class Clock(App):
             if mins * 60 + secs <= 0:
                 return self.dev.toast("Set a duration first")
             self.timer_seconds, self.timer_running = mins * 60 + secs, True
+
         if self.timer_running:
-            ui.text(f"Timer running: {self.timer_seconds // 60:02d}:{self.timer_seconds % 60:02d}", rid="timer", size="big")
+            ui.text(
+                f"Timer running: {self.timer_seconds // 60:02d}:{self.timer_seconds % 60:02d}", rid="timer", size="big"
+            )
             ui.button("Cancel timer", lambda: setattr(self, "timer_running", False), "cancel")
         else:
             ui.field("Minutes", "minutes")

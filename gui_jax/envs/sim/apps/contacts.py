@@ -1,4 +1,5 @@
 """Contacts: alphabetical list, details, add / edit / delete, favourites."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,13 @@ class Contacts(App):
     def populate(self, rng):
         for name in unique(rng, full_name, rng.randint(12, 20)):
             first = name.split()[0].lower()
-            self.add(name, phone(rng), f"{first}@{rng.choice(['mail.com', 'post.net', 'inbox.org'])}",
-                     rng.choice(COMPANIES), rng.random() < 0.15)
+            self.add(
+                name,
+                phone(rng),
+                f"{first}@{rng.choice(['mail.com', 'post.net', 'inbox.org'])}",
+                rng.choice(COMPANIES),
+                rng.random() < 0.15,
+            )
 
     def add(self, name, ph, email="", company="", favorite=False) -> Contact:
         c = Contact(self.new_id(), name, ph, email, company, favorite)
@@ -43,8 +49,13 @@ class Contacts(App):
     def page_main(self, ui, ref):
         ui.appbar("Contacts", back=False)
         for c in self.items:
-            ui.row(c.name + (" *" if c.favorite else ""), c.phone, icon=c.name[0],
-                   on_click=lambda c=c: self.open("detail", id=c.id), rid="contact")
+            ui.row(
+                c.name + (" *" if c.favorite else ""),
+                c.phone,
+                icon=c.name[0],
+                on_click=lambda c=c: self.open("detail", id=c.id),
+                rid="contact",
+            )
         ui.fab("Add contact", lambda: self.open("edit", id=None))
 
     def page_detail(self, ui, ref):
@@ -56,16 +67,30 @@ class Contacts(App):
             self.items.remove(c)
             self.dev.up()
             self.dev.toast("Contact deleted")
-        ui.appbar(c.name, actions=[
-            ("Unstar" if c.favorite else "Star", lambda: setattr(c, "favorite", not c.favorite), "favorite"),
-            ("Edit", lambda: self.open("edit", id=c.id, form={"name": c.name, "phone": c.phone, "email": c.email,
-                                                               "company": c.company}), "edit")])
+
+        ui.appbar(
+            c.name,
+            actions=[
+                ("Unstar" if c.favorite else "Star", lambda: setattr(c, "favorite", not c.favorite), "favorite"),
+                (
+                    "Edit",
+                    lambda: self.open(
+                        "edit", id=c.id, form={"name": c.name, "phone": c.phone, "email": c.email, "company": c.company}
+                    ),
+                    "edit",
+                ),
+            ],
+        )
         ui.detail("Phone", c.phone, "phone")
         ui.detail("Email", c.email or "-", "email")
         ui.detail("Company", c.company or "-", "company")
         ui.button("Message", lambda: self.dev.apps["messages"].open_thread(c.name), "message", primary=False)
-        ui.button("Delete contact", lambda: self.confirm("Delete contact?", f"Delete {c.name}?", delete), "delete",
-                  primary=False)
+        ui.button(
+            "Delete contact",
+            lambda: self.confirm("Delete contact?", f"Delete {c.name}?", delete),
+            "delete",
+            primary=False,
+        )
 
     def page_edit(self, ui, ref):
         cid = ref.args.get("id")
@@ -83,6 +108,7 @@ class Contacts(App):
                 self.items.sort(key=lambda c: c.name.lower())
             self.dev.up()
             self.dev.toast("Contact saved")
+
         ui.appbar("New contact" if cid is None else "Edit contact", actions=[("Save", save, "save")])
         ui.field("Name", "name")
         ui.field("Phone", "phone")

@@ -1,4 +1,5 @@
 """Expenses: list with totals, add (name, amount, category), details, delete."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,10 +7,12 @@ from dataclasses import dataclass
 from gui_jax.envs.sim.apps.base import App, money
 
 CATEGORIES = ["Food", "Travel", "Bills", "Fun"]
-EXPENSE_NAMES = {"Food": ["Groceries", "Bakery", "Pizza night", "Farmers market", "Lunch"],
-                 "Travel": ["Train ticket", "Taxi", "Bus pass", "Fuel", "Parking"],
-                 "Bills": ["Electricity", "Internet", "Phone bill", "Water", "Rent share"],
-                 "Fun": ["Cinema", "Concert", "Museum", "Bowling", "Streaming"]}
+EXPENSE_NAMES = {
+    "Food": ["Groceries", "Bakery", "Pizza night", "Farmers market", "Lunch"],
+    "Travel": ["Train ticket", "Taxi", "Bus pass", "Fuel", "Parking"],
+    "Bills": ["Electricity", "Internet", "Phone bill", "Water", "Rent share"],
+    "Fun": ["Cinema", "Concert", "Museum", "Bowling", "Streaming"],
+}
 
 
 @dataclass
@@ -41,8 +44,13 @@ class Expenses(App):
         ui.appbar("Expenses", back=False)
         ui.text(f"Total: {money(self.total())}", rid="total", size="header")
         for e in self.items:
-            ui.row(e.name, e.category, right=money(e.amount), on_click=lambda e=e: self.open("detail", id=e.id),
-                   rid="expense")
+            ui.row(
+                e.name,
+                e.category,
+                right=money(e.amount),
+                on_click=lambda e=e: self.open("detail", id=e.id),
+                rid="expense",
+            )
         ui.fab("Add expense", lambda: self.open("new", form={"category": "Food"}))
 
     def page_detail(self, ui, ref):
@@ -53,11 +61,16 @@ class Expenses(App):
         def delete():
             self.items.remove(e)
             self.dev.up()
+
         ui.appbar(e.name)
         ui.detail("Amount", money(e.amount), "amount")
         ui.detail("Category", e.category, "category")
-        ui.button("Delete expense", lambda: self.confirm("Delete expense?", f"Delete {e.name}?", delete), "delete",
-                  primary=False)
+        ui.button(
+            "Delete expense",
+            lambda: self.confirm("Delete expense?", f"Delete {e.name}?", delete),
+            "delete",
+            primary=False,
+        )
 
     def page_new(self, ui, ref):
         def save():
@@ -71,9 +84,13 @@ class Expenses(App):
             self.items.append(Expense(self.new_id(), name, amount, ref.form.get("category", "Food")))
             self.dev.up()
             self.dev.toast("Expense added")
+
         ui.appbar("Add expense", actions=[("Save", save, "save")])
         ui.field("Name", "name")
         ui.field("Amount", "amount")
         ui.text("Category", size="small")
-        ui.buttons([(c, lambda c=c: ref.form.__setitem__("category", c)) for c in CATEGORIES], rid="category",
-                   selected=ref.form.get("category", "Food"))
+        ui.buttons(
+            [(c, lambda c=c: ref.form.__setitem__("category", c)) for c in CATEGORIES],
+            rid="category",
+            selected=ref.form.get("category", "Food"),
+        )

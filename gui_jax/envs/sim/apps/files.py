@@ -1,4 +1,5 @@
 """Files: folders with files; file details, rename (dialog), delete (confirmation), new folder."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,12 +46,31 @@ class Files(App):
             if name and name not in self.folders:
                 self.folders.append(name)
             self.dev.close_dialog()
-        ui.appbar("Files", back=False, actions=[("New folder", lambda: self.dev.dialog(
-            "New folder", "", [("Cancel", self.dev.close_dialog), ("Create", new_folder)], [("Folder name", "folder")]),
-            "new_folder")])
+
+        ui.appbar(
+            "Files",
+            back=False,
+            actions=[
+                (
+                    "New folder",
+                    lambda: self.dev.dialog(
+                        "New folder",
+                        "",
+                        [("Cancel", self.dev.close_dialog), ("Create", new_folder)],
+                        [("Folder name", "folder")],
+                    ),
+                    "new_folder",
+                )
+            ],
+        )
         for f in self.folders:
-            ui.row(f, f"{len(self.in_folder(f))} files", icon="F", on_click=lambda f=f: self.open("folder", name=f),
-                   rid="folder")
+            ui.row(
+                f,
+                f"{len(self.in_folder(f))} files",
+                icon="F",
+                on_click=lambda f=f: self.open("folder", name=f),
+                rid="folder",
+            )
 
     def page_folder(self, ui, ref):
         folder = ref.args["name"]
@@ -76,10 +96,19 @@ class Files(App):
             if new:
                 f.name = new
             self.dev.close_dialog()
+
         ui.appbar(f.name)
         ui.detail("Folder", f.folder, "folder")
         ui.detail("Size", f.size, "size")
-        ui.button("Rename", lambda: (ref.form.__setitem__("new_name", ""), self.dev.dialog(
-            "Rename file", "", [("Cancel", self.dev.close_dialog), ("OK", rename)], [("New name", "new_name")])),
-            "rename", primary=False)
+        ui.button(
+            "Rename",
+            lambda: (
+                ref.form.__setitem__("new_name", ""),
+                self.dev.dialog(
+                    "Rename file", "", [("Cancel", self.dev.close_dialog), ("OK", rename)], [("New name", "new_name")]
+                ),
+            ),
+            "rename",
+            primary=False,
+        )
         ui.button("Delete", lambda: self.confirm("Delete file?", f"Delete {f.name}?", delete), "delete", primary=False)

@@ -1,13 +1,25 @@
 """Messages (SMS): conversations, thread view with a compose box, new message to a name or number."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from gui_jax.envs.sim.apps.base import App, full_name, unique
 
-SNIPPETS = ["Running 10 minutes late", "Can you call me back?", "See you at the station", "Thanks for dinner!",
-            "Did you get the tickets?", "The meeting moved to Friday", "Happy birthday!", "Bring the charger please",
-            "Lunch tomorrow?", "I sent the photos", "Where are the keys?", "Great job today"]
+SNIPPETS = [
+    "Running 10 minutes late",
+    "Can you call me back?",
+    "See you at the station",
+    "Thanks for dinner!",
+    "Did you get the tickets?",
+    "The meeting moved to Friday",
+    "Happy birthday!",
+    "Bring the charger please",
+    "Lunch tomorrow?",
+    "I sent the photos",
+    "Where are the keys?",
+    "Great job today",
+]
 
 
 @dataclass
@@ -61,8 +73,13 @@ class Messages(App):
         ui.appbar("Messages", back=False)
         for t in self.threads:
             last = t.messages[-1][1] if t.messages else ""
-            ui.row(t.peer + (" (new)" if t.unread else ""), last, icon=t.peer[0],
-                   on_click=lambda t=t: self.open("thread", id=t.id), rid="conversation")
+            ui.row(
+                t.peer + (" (new)" if t.unread else ""),
+                last,
+                icon=t.peer[0],
+                on_click=lambda t=t: self.open("thread", id=t.id),
+                rid="conversation",
+            )
         ui.fab("New message", lambda: self.open("new"))
 
     def page_thread(self, ui, ref):
@@ -76,6 +93,7 @@ class Messages(App):
             if text:
                 self.send(t.peer, text)
                 ref.form["message"] = ""
+
         ui.appbar(t.peer)
         for who, text in t.messages:
             ui.text(("You: " if who == "me" else f"{t.peer.split()[0]}: ") + text, rid="message_" + who)
@@ -90,6 +108,7 @@ class Messages(App):
             self.send(to, text)
             self.dev.up()
             self.dev.toast("Message sent")
+
         ui.appbar("New message")
         ui.field("To (name or number)", "to")
         ui.field("Message", "message")

@@ -1,4 +1,5 @@
 """Music: song library, now playing, playlists (create, add songs)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,8 +7,20 @@ from dataclasses import dataclass, field
 from gui_jax.envs.sim.apps.base import App
 
 ARTISTS = ["The Lanterns", "Nova Grey", "Blue Meridian", "Kai Sol", "Paper Moons", "Ruby Vale", "Echo Park Trio"]
-SONG_WORDS = ["Midnight", "Golden", "River", "Neon", "Quiet", "Summer", "Falling", "Electric", "Paper", "Wild",
-              "Ocean", "Silver"]
+SONG_WORDS = [
+    "Midnight",
+    "Golden",
+    "River",
+    "Neon",
+    "Quiet",
+    "Summer",
+    "Falling",
+    "Electric",
+    "Paper",
+    "Wild",
+    "Ocean",
+    "Silver",
+]
 SONG_NOUNS = ["Lights", "Heart", "Road", "Dreams", "Skies", "Fire", "Echoes", "Waves", "Garden", "Letters"]
 
 
@@ -53,7 +66,9 @@ class Music(App):
         def go(page):
             def fn():
                 self.dev.top.page, self.dev.top.scroll = page, 0
+
             return fn
+
         ui.buttons([("Songs", go("main")), ("Playlists", go("playlists"))], rid="tab", selected=current)
 
     def page_main(self, ui, ref):
@@ -61,12 +76,21 @@ class Music(App):
         self._tabs(ui, "Songs")
         now = next((s for s in self.songs if s.id == self.playing), None)
         if now is not None:
-            ui.row(f"Now playing: {now.title}", now.artist, rid="now_playing",
-                   on_click=lambda: setattr(self, "playing", None), right="Pause")
+            ui.row(
+                f"Now playing: {now.title}",
+                now.artist,
+                rid="now_playing",
+                on_click=lambda: setattr(self, "playing", None),
+                right="Pause",
+            )
         for s in self.songs:
-            ui.row(s.title, f"{s.artist} - {s.seconds // 60}:{s.seconds % 60:02d}",
-                   on_click=lambda s=s: setattr(self, "playing", s.id), rid="song",
-                   on_long=lambda s=s: self._add_dialog(s))
+            ui.row(
+                s.title,
+                f"{s.artist} - {s.seconds // 60}:{s.seconds % 60:02d}",
+                on_click=lambda s=s: setattr(self, "playing", s.id),
+                rid="song",
+                on_long=lambda s=s: self._add_dialog(s),
+            )
 
     def _add_dialog(self, s):
         def add(p):
@@ -75,9 +99,14 @@ class Music(App):
                     p.songs.append(s.id)
                 self.dev.close_dialog()
                 self.dev.toast(f"Added to {p.name}")
+
             return fn
-        self.dev.dialog(f"Add '{s.title}' to playlist", "", [(p.name, add(p)) for p in self.playlists[-3:]]
-                        + [("Cancel", self.dev.close_dialog)])
+
+        self.dev.dialog(
+            f"Add '{s.title}' to playlist",
+            "",
+            [(p.name, add(p)) for p in self.playlists[-3:]] + [("Cancel", self.dev.close_dialog)],
+        )
 
     def page_playlists(self, ui, ref):
         def create():
@@ -85,9 +114,26 @@ class Music(App):
             if name and self.playlist(name) is None:
                 self.playlists.append(Playlist(self.new_id(), name))
             self.dev.close_dialog()
-        ui.appbar("Music", back=False, actions=[("New", lambda: (ref.form.__setitem__("playlist", ""), self.dev.dialog(
-            "New playlist", "", [("Cancel", self.dev.close_dialog), ("Create", create)], [("Playlist name", "playlist")])),
-            "new_playlist")])
+
+        ui.appbar(
+            "Music",
+            back=False,
+            actions=[
+                (
+                    "New",
+                    lambda: (
+                        ref.form.__setitem__("playlist", ""),
+                        self.dev.dialog(
+                            "New playlist",
+                            "",
+                            [("Cancel", self.dev.close_dialog), ("Create", create)],
+                            [("Playlist name", "playlist")],
+                        ),
+                    ),
+                    "new_playlist",
+                )
+            ],
+        )
         self._tabs(ui, "Playlists")
         for p in self.playlists:
             ui.row(p.name, f"{len(p.songs)} songs", on_click=lambda p=p: self.open("playlist", id=p.id), rid="playlist")

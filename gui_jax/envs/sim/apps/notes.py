@@ -1,4 +1,5 @@
 """Notes: list of notes, editor (title + body), delete with confirmation."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,20 @@ class Note:
     body: str
 
 
-NOTE_TITLES = ["Groceries", "Ideas", "Packing list", "Books to read", "Gift ideas", "Meeting notes", "Recipes to try",
-               "Passwords hint", "Garden plan", "Travel", "Workout", "Movies"]
+NOTE_TITLES = [
+    "Groceries",
+    "Ideas",
+    "Packing list",
+    "Books to read",
+    "Gift ideas",
+    "Meeting notes",
+    "Recipes to try",
+    "Passwords hint",
+    "Garden plan",
+    "Travel",
+    "Workout",
+    "Movies",
+]
 
 
 class Notes(App):
@@ -35,8 +48,12 @@ class Notes(App):
         if not self.items:
             ui.text("No notes yet", rid="empty")
         for n in self.items:
-            ui.row(n.title, n.body[:30], on_click=lambda n=n: self.open("edit", id=n.id,
-                   form={"title": n.title, "body": n.body}), rid="note")
+            ui.row(
+                n.title,
+                n.body[:30],
+                on_click=lambda n=n: self.open("edit", id=n.id, form={"title": n.title, "body": n.body}),
+                rid="note",
+            )
         ui.fab("New note", lambda: self.open("edit", id=None))
 
     def page_edit(self, ui, ref):
@@ -57,9 +74,12 @@ class Notes(App):
         def delete():
             self.items.remove(note)
             self.dev.up()
+
         actions = [("Save", save, "save")]
         if note is not None:
-            actions.insert(0, ("Delete", lambda: self.confirm("Delete note?", f"Delete '{note.title}'?", delete), "delete"))
+            actions.insert(
+                0, ("Delete", lambda: self.confirm("Delete note?", f"Delete '{note.title}'?", delete), "delete")
+            )
         ui.appbar("Edit note" if note else "New note", actions=actions)
         ui.field("Title", "title")
         ui.field("Text", "body")

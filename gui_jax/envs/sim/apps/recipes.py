@@ -1,17 +1,27 @@
 """Recipes: list, details (servings, prep time, ingredients), favourite, add, delete."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from gui_jax.envs.sim.apps.base import App
 
-DISHES = {"Tomato soup": ["tomatoes", "onion", "basil"], "Pancakes": ["flour", "milk", "eggs"],
-          "Greek salad": ["cucumber", "feta", "olives"], "Chili": ["beans", "beef", "chili"],
-          "Risotto": ["rice", "parmesan", "mushrooms"], "Banana bread": ["bananas", "flour", "butter"],
-          "Pad thai": ["noodles", "peanuts", "tofu"], "Guacamole": ["avocado", "lime", "cilantro"],
-          "Lentil curry": ["lentils", "coconut milk", "ginger"], "Shakshuka": ["eggs", "peppers", "paprika"],
-          "Pesto pasta": ["pasta", "basil", "pine nuts"], "Fried rice": ["rice", "peas", "soy sauce"],
-          "Apple pie": ["apples", "cinnamon", "flour"], "Hummus": ["chickpeas", "tahini", "lemon"]}
+DISHES = {
+    "Tomato soup": ["tomatoes", "onion", "basil"],
+    "Pancakes": ["flour", "milk", "eggs"],
+    "Greek salad": ["cucumber", "feta", "olives"],
+    "Chili": ["beans", "beef", "chili"],
+    "Risotto": ["rice", "parmesan", "mushrooms"],
+    "Banana bread": ["bananas", "flour", "butter"],
+    "Pad thai": ["noodles", "peanuts", "tofu"],
+    "Guacamole": ["avocado", "lime", "cilantro"],
+    "Lentil curry": ["lentils", "coconut milk", "ginger"],
+    "Shakshuka": ["eggs", "peppers", "paprika"],
+    "Pesto pasta": ["pasta", "basil", "pine nuts"],
+    "Fried rice": ["rice", "peas", "soy sauce"],
+    "Apple pie": ["apples", "cinnamon", "flour"],
+    "Hummus": ["chickpeas", "tahini", "lemon"],
+}
 
 
 @dataclass
@@ -32,8 +42,16 @@ class Recipes(App):
 
     def populate(self, rng):
         for t in sorted(rng.sample(sorted(DISHES), rng.randint(8, 12))):
-            self.items.append(Recipe(self.new_id(), t, rng.randint(1, 8), rng.choice(range(10, 95, 5)),
-                                     list(DISHES[t]), rng.random() < 0.2))
+            self.items.append(
+                Recipe(
+                    self.new_id(),
+                    t,
+                    rng.randint(1, 8),
+                    rng.choice(range(10, 95, 5)),
+                    list(DISHES[t]),
+                    rng.random() < 0.2,
+                )
+            )
 
     def by_title(self, title):
         return next((r for r in self.items if r.title.lower() == title.strip().lower()), None)
@@ -41,8 +59,12 @@ class Recipes(App):
     def page_main(self, ui, ref):
         ui.appbar("Recipes", back=False)
         for r in self.items:
-            ui.row(r.title + (" *" if r.favorite else ""), f"{r.minutes} min, serves {r.servings}",
-                   on_click=lambda r=r: self.open("detail", id=r.id), rid="recipe")
+            ui.row(
+                r.title + (" *" if r.favorite else ""),
+                f"{r.minutes} min, serves {r.servings}",
+                on_click=lambda r=r: self.open("detail", id=r.id),
+                rid="recipe",
+            )
         ui.fab("Add recipe", lambda: self.open("new"))
 
     def page_detail(self, ui, ref):
@@ -53,15 +75,22 @@ class Recipes(App):
         def delete():
             self.items.remove(r)
             self.dev.up()
-        ui.appbar(r.title, actions=[("Unstar" if r.favorite else "Star",
-                                     lambda: setattr(r, "favorite", not r.favorite), "favorite")])
+
+        ui.appbar(
+            r.title,
+            actions=[("Unstar" if r.favorite else "Star", lambda: setattr(r, "favorite", not r.favorite), "favorite")],
+        )
         ui.detail("Servings", str(r.servings), "servings")
         ui.detail("Preparation time", f"{r.minutes} minutes", "prep_time")
         ui.text("Ingredients", size="header")
         for ing in r.ingredients:
             ui.text("- " + ing, rid="ingredient", copy=True)
-        ui.button("Delete recipe", lambda: self.confirm("Delete recipe?", f"Delete {r.title}?", delete), "delete",
-                  primary=False)
+        ui.button(
+            "Delete recipe",
+            lambda: self.confirm("Delete recipe?", f"Delete {r.title}?", delete),
+            "delete",
+            primary=False,
+        )
 
     def page_new(self, ui, ref):
         def save():
@@ -76,6 +105,7 @@ class Recipes(App):
             self.items.append(Recipe(self.new_id(), title, servings, 30, ings))
             self.items.sort(key=lambda r: r.title.lower())
             self.dev.up()
+
         ui.appbar("New recipe", actions=[("Save", save, "save")])
         ui.field("Title", "title")
         ui.field("Servings", "servings")

@@ -1,4 +1,5 @@
 """Audio recorder: record / stop (save dialog with a name), list of recordings, rename, delete."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,12 @@ class Recording:
 
 
 class Recorder(App):
-    key, label, aliases, color = "recorder", "Recorder", ("audio recorder", "voice recorder", "voice memo"), (210, 60, 90)
+    key, label, aliases, color = (
+        "recorder",
+        "Recorder",
+        ("audio recorder", "voice recorder", "voice memo"),
+        (210, 60, 90),
+    )
 
     def init_state(self):
         self.items: list[Recording] = []
@@ -44,8 +50,13 @@ class Recorder(App):
 
         def discard():
             self.dev.close_dialog()
-        self.dev.dialog("Save recording", "Name (optional)", [("Discard", discard), ("Save", save)],
-                        [("Recording name", "rec_name")])
+
+        self.dev.dialog(
+            "Save recording",
+            "Name (optional)",
+            [("Discard", discard), ("Save", save)],
+            [("Recording name", "rec_name")],
+        )
 
     def page_main(self, ui, ref):
         ui.appbar("Recorder", back=False)
@@ -73,10 +84,23 @@ class Recorder(App):
             if new:
                 r.name = new
             self.dev.close_dialog()
+
         ui.appbar(r.name)
         ui.detail("Duration", r.duration, "duration")
-        ui.button("Rename", lambda: (ref.form.__setitem__("new_name", ""), self.dev.dialog(
-            "Rename recording", "", [("Cancel", self.dev.close_dialog), ("OK", rename)], [("New name", "new_name")])),
-            "rename", primary=False)
-        ui.button("Delete", lambda: self.confirm("Delete recording?", f"Delete {r.name}?", delete), "delete",
-                  primary=False)
+        ui.button(
+            "Rename",
+            lambda: (
+                ref.form.__setitem__("new_name", ""),
+                self.dev.dialog(
+                    "Rename recording",
+                    "",
+                    [("Cancel", self.dev.close_dialog), ("OK", rename)],
+                    [("New name", "new_name")],
+                ),
+            ),
+            "rename",
+            primary=False,
+        )
+        ui.button(
+            "Delete", lambda: self.confirm("Delete recording?", f"Delete {r.name}?", delete), "delete", primary=False
+        )

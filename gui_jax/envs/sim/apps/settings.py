@@ -1,4 +1,5 @@
 """System settings: Wi-Fi, Bluetooth, airplane mode, dark theme, brightness, about phone."""
+
 from __future__ import annotations
 
 from gui_jax.envs.sim.apps.base import App
@@ -29,6 +30,7 @@ class Settings(App):
             setattr(self, name, not getattr(self, name))
             if name == "airplane" and self.airplane:
                 self.wifi = self.bluetooth = False
+
         return fn
 
     def page_main(self, ui, ref):
@@ -39,7 +41,9 @@ class Settings(App):
         ui.switch("Dark theme", self.dark, self._toggle("dark"), "dark_switch")
         ui.row("Display", "Brightness", on_click=lambda: self.open("display"), rid="display")
         ui.row("Sound", "Volume", on_click=lambda: self.open("sound"), rid="sound")
-        ui.row("Storage", f"{self.storage_used} GB used of 128 GB", on_click=lambda: self.open("storage"), rid="storage")
+        ui.row(
+            "Storage", f"{self.storage_used} GB used of 128 GB", on_click=lambda: self.open("storage"), rid="storage"
+        )
         ui.row("About phone", self.device_name, on_click=lambda: self.open("about"), rid="about")
 
     def page_display(self, ui, ref):

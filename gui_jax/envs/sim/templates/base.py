@@ -4,6 +4,7 @@ A template is a function `setup(dev, rng) -> Spec` registered with `@template(..
 freshly populated device (seeded by the task seed), may edit the initial state, and returns the
 goal text, a `check(dev, answer)` that reads app state, and the oracle plan.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,6 +26,7 @@ class Tap:
     """Click the widget with resource-id suffix `rid` and/or text `text` (or content-desc `desc`).
 
     With rid and text, the widget is the one with that rid whose subtree shows `text`."""
+
     rid: Optional[str] = None
     text: Optional[str] = None
     desc: Optional[str] = None
@@ -35,6 +37,7 @@ class Tap:
 @dataclass(frozen=True)
 class Look:
     """Scroll until the widget is fully visible (no click); for answers read off a list."""
+
     rid: Optional[str] = None
     text: Optional[str] = None
 
@@ -42,6 +45,7 @@ class Look:
 @dataclass(frozen=True)
 class TapAt:
     """Click a point at fraction `frac` of the width of widget `rid` (sliders)."""
+
     rid: str
     frac: float
     instr: str = ""
@@ -50,6 +54,7 @@ class TapAt:
 @dataclass(frozen=True)
 class Fill:
     """Focus the text field `rid` (form key) and type `text` (two actions)."""
+
     rid: str
     text: str
     label: str = ""
@@ -97,8 +102,16 @@ class Template:
 TEMPLATES: dict[str, Template] = {}
 
 
-def template(name: str, app: str, difficulty: str, steps: int, apps: tuple = (), answer: bool = False,
-             parametric: bool = True, complexity: Optional[float] = None):
+def template(
+    name: str,
+    app: str,
+    difficulty: str,
+    steps: int,
+    apps: tuple = (),
+    answer: bool = False,
+    parametric: bool = True,
+    complexity: Optional[float] = None,
+):
     """Register a template. complexity defaults to a function of nominal steps and task kind."""
     if difficulty not in DIFFICULTY_LEVEL:
         raise ValueError(f"template {name!r}: difficulty must be easy/medium/hard, got {difficulty!r}")
@@ -107,10 +120,14 @@ def template(name: str, app: str, difficulty: str, steps: int, apps: tuple = (),
         if name in TEMPLATES:
             raise ValueError(f"duplicate template name {name!r}")
         all_apps = tuple(dict.fromkeys((app,) + tuple(apps)))
-        cx = complexity if complexity is not None else round(
-            1.0 + 0.25 * steps + (0.5 if answer else 0.0) + (1.0 if len(all_apps) > 1 else 0.0), 2)
+        cx = (
+            complexity
+            if complexity is not None
+            else round(1.0 + 0.25 * steps + (0.5 if answer else 0.0) + (1.0 if len(all_apps) > 1 else 0.0), 2)
+        )
         TEMPLATES[name] = Template(name, app, all_apps, difficulty, cx, steps, answer, parametric, fn)
         return fn
+
     return deco
 
 

@@ -1,0 +1,93 @@
+"""Pieces shared by the RL trainers: the policy-gradient loss, reference log-probs, iteration
+checkpoints, and turning sampled generations into training samples."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+import jax
+import numpy as np
+from flax import nnx
+
+from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs, split_micro_batches
+from gui_jax.rl.losses import combine_loss
+from gui_jax.rl.policy import Generation
+from gui_jax.train.checkpoint import Checkpointer
+from gui_jax.train.state import TrainState, Updater, init_train_state, make_optimizer
+
+
+def rl_loss_fn(graphdef, rest, cfg):
+    """PPO-clip + β·KL (SPEC §5) on one micro-batch; returns (sum, denominator, metrics)."""
+    dual = cfg.get("dual_clip")
+
+    def loss(params, batch, rng):
+        model = nnx.merge(graphdef, params, rest)
+        logp, _ = model_forward_logprobs(model, batch)
+        return combine_loss(logp, batch["old_logp"], batch["advantages"], batch["loss_mask"],
+                            ref_logp=batch["ref_logp"] if cfg.kl_coef > 0 else None,
+                            kl_coef=cfg.kl_coef, kl_kind=cfg.kl_kind, clip_low=cfg.clip_low,
+                            clip_high=cfg.clip_high, dual_clip=dual, agg=cfg.aggregation,
+                            step_ids=batch["step_ids"])
+    return loss
+
+
+def make_rl_updater(agent, cfg) -> Updater:
+    opt = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
+                         max_grad_norm=cfg.max_grad_norm)
+    return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg), opt)
+
+
+class RefLogprobs:
+    """Log-probs of a frozen reference policy on training batches (jitted, params as an argument)."""
+
+    def __init__(self, agent, ref_params):
+        self.ref_params = ref_params
+        graphdef, rest = agent.graphdef, agent.rest
+
+        def fn(params, batch):
+            return model_forward_logprobs(nnx.merge(graphdef, params, rest), batch)[0]
+        self._fn = jax.jit(fn)
+
+    def __call__(self, batch: dict) -> np.ndarray:
+        return np.asarray(self._fn(self.ref_params, batch))
+
+
+def samples_from_generations(gens: Sequence[Generation], advantages: Sequence[float]) -> list[TrainSample]:
+    out = []
+    for g, a in zip(gens, advantages):
+        if g.response_ids.size == 0:
+            continue
+        out.append(TrainSample(g.prompt_ids, g.response_ids, advantage=float(a), old_logprobs=g.logprobs,
+                               pixel_values=g.pixel_values, image_grid_thw=g.image_grid_thw))
+    return out
+
+
+def micro_batches(agent, samples: Sequence[TrainSample], cfg, ref: Optional[RefLogprobs]) -> list[dict]:
+    out = []
+    for mb in split_micro_batches(samples, cfg.micro_batch_size):
+        b = build_batch(mb, agent.model_config, pad_id=agent.tokenizer.pad_id, rows=cfg.micro_batch_size)
+        if ref is not None and cfg.kl_coef > 0:
+            b["ref_logp"] = ref(b) * b["loss_mask"]
+        out.append(b)
+    return out
+
+
+class IterationCheckpoints:
+    """Checkpoint {train state, iteration, side state} every `every` iterations; resume."""
+
+    def __init__(self, workdir: str, every: int):
+        self.ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=max(every, 1))
+
+    def start(self, agent, updater: Updater, seed: int) -> tuple[TrainState, dict]:
+        state = init_train_state(agent.copy_params(), updater.optimizer, seed)
+        restored = self.ckpt.restore_latest(state)
+        if restored is None:
+            return state, {}
+        return restored
+
+    def maybe_save(self, state: TrainState, extra: dict, *, last: bool) -> None:
+        if last or self.ckpt.should_save(state.step):
+            self.ckpt.save(state, extra, force=last)
+
+    def close(self):
+        self.ckpt.close()
