@@ -188,7 +188,7 @@ def shard_model(model: Any, mesh: Mesh, rules: LogicalRules | Mapping[str, MeshA
   """Moves every array of an NNX object (model, nnx.Optimizer, ValueModel, ...) onto `mesh`, in place.
 
   Optimizer state variables inherit their parameter's logical axes, so Adam moments are sharded like the weights.
-  Returns the object for chaining.
+  (An nnx.Optimizer does not hold its model in flax >= 0.11: shard both.) Returns the object for chaining.
   """
   state = nnx.state(model)
   shardings = state_shardings(state, mesh, rules)

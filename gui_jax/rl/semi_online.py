@@ -91,17 +91,30 @@ def element_table(obs: Observation) -> list:
 
 
 def expert_element(ep: Episode, t: int) -> Optional[int]:
-    """The expert's element index at step t (from the action or by the target bbox)."""
+    """The expert's element index at step t, as an element-index agent should name it.
+
+    Prefers an element that carries text inside the target box (a list row's label rather than
+    its text-less container: the tap lands on the same widget, and the model can read the label
+    it names); falls back to the element with exactly the target bounds.
+    """
     a = ep.actions[t]
     if a.element is not None:
         return a.element
     bbox = ep.target_bboxes[t]
     if bbox is None:
         return None
+    x1, y1, x2, y2 = (float(v) for v in bbox)
+    exact = None
     for e in ep.observations[t].ui_elements:
-        if tuple(float(v) for v in e.bounds) == tuple(float(v) for v in bbox):
+        if tuple(float(v) for v in e.bounds) == (x1, y1, x2, y2):
+            if e.text or e.content_desc:
+                return e.index
+            exact = e.index if exact is None else exact
+    for e in ep.observations[t].ui_elements:
+        cx, cy = e.center
+        if (e.text or e.content_desc) and x1 <= cx <= x2 and y1 <= cy <= y2:
             return e.index
-    return None
+    return exact
 
 
 def semi_online_rollouts(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig,

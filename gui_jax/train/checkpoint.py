@@ -23,10 +23,18 @@ class Checkpointer:
     def should_save(self, step: int) -> bool:
         return self.save_every > 0 and step % self.save_every == 0
 
-    def save(self, state: TrainState, extra: Optional[dict] = None, *, force: bool = False) -> bool:
-        """Saves the state and a JSON-serialisable `extra` dict; blocks until written."""
+    def save(self, state: TrainState, extra: Optional[dict] = None, *, force: bool = False,
+             ckpt_id: Optional[int] = None) -> bool:
+        """Saves the state and a JSON-serialisable `extra` dict; blocks until written.
+
+        ckpt_id: the checkpoint's number (default: the optimizer step); RL trainers number
+        checkpoints by iteration, since an iteration may make zero or several optimizer steps.
+        """
+        ckpt_id = state.step if ckpt_id is None else ckpt_id
+        if ckpt_id in self.manager.all_steps():
+            return False  # already written (e.g. a stop request right after a periodic save)
         saved = self.manager.save(
-            state.step,
+            ckpt_id,
             args=ocp.args.Composite(state=ocp.args.StandardSave(state.as_pytree()),
                                     extra=ocp.args.JsonSave(extra or {})),
             force=force)

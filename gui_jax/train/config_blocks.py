@@ -77,7 +77,7 @@ def rl_block() -> ml_collections.ConfigDict:
         "weight_decay": 0.0,
         "max_grad_norm": 1.0,
         "micro_batch_size": 16,
-        "updates_per_iteration": 1,
+        "num_mini_batches": 1,        # optimizer steps per iteration (UI-S1: fixed_num_mini_batches 4)
         "checkpoint_every": 5,
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })

@@ -85,9 +85,10 @@ class IterationCheckpoints:
             return state, {}
         return restored
 
-    def maybe_save(self, state: TrainState, extra: dict, *, last: bool) -> None:
-        if last or self.ckpt.should_save(state.step):
-            self.ckpt.save(state, extra, force=last)
+    def maybe_save(self, state: TrainState, iteration: int, extra: dict, *, last: bool) -> None:
+        """Checkpoint number = iteration; `extra` must hold what resuming needs (data state)."""
+        if last or self.ckpt.should_save(iteration):
+            self.ckpt.save(state, {**extra, "iteration": iteration}, force=last, ckpt_id=iteration)
 
     def close(self):
         self.ckpt.close()

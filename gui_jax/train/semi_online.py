@@ -81,19 +81,20 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
     ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
     state, extra = ck.start(agent, updater, cfg.seed)
     data = _episode_iter(len(episodes), cfg)
+    iteration = int(extra.get("iteration", 0))
     if extra:
         data.set_state(extra["data"])
         agent.set_params(state.params)
-        logging.info("%s: resumed at iteration %d", prefix, state.step)
-    pbar = tqdm(total=cfg.iterations, initial=state.step, desc=prefix, dynamic_ncols=True, leave=False)
+        logging.info("%s: resumed at iteration %d", prefix, iteration)
+    pbar = tqdm(total=cfg.iterations, initial=iteration, desc=prefix, dynamic_ncols=True, leave=False)
     done_this_run = 0
-    while state.step < cfg.iterations:
+    while iteration < cfg.iterations:
         if cfg.get("stop_after_steps") is not None and done_this_run >= cfg.stop_after_steps:
-            ck.maybe_save(state, {"data": data.get_state()}, last=True)
+            ck.maybe_save(state, iteration, {"data": data.get_state()}, last=True)
             ck.close()
             from gui_jax.train.fit import StopRequested
             raise StopRequested(f"{prefix}: stopped after {done_this_run} iterations as configured")
-        it = state.step
+        it = iteration
         gens, advs, stats = [], [], {"reward": [], "exact": [], "kept_groups": 0, "tries": 0, "steps": 0}
         for attempt in range(max(cfg.dynamic_sampling_max_tries, 1)):
             idx = next(data)
@@ -113,23 +114,26 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
                    "rollout_steps": stats["steps"]}
         samples = samples_from_generations(gens, advs)
         if samples:
-            for _ in range(cfg.updates_per_iteration):
-                state, m = updater.step(state, micro_batches(agent, samples, cfg, ref))
+            # The batch is split into `num_mini_batches` optimizer steps (verl's ppo mini-batches);
+            # each later mini-batch is off-policy by then, which the PPO ratio accounts for.
+            n_mb = max(1, min(cfg.num_mini_batches, len(samples)))
+            size = -(-len(samples) // n_mb)
+            for k in range(0, len(samples), size):
+                state, m = updater.step(state, micro_batches(agent, samples[k:k + size], cfg, ref))
             metrics.update(m)
             agent.set_params(state.params)
-        else:  # nothing informative this iteration: still advance so the run terminates
-            from gui_jax.train.state import TrainState
-            state = TrainState(state.step + 1, state.params, state.opt_state, state.rng)
+        iteration += 1
         done_this_run += 1
+        metrics["optimizer_step"] = state.step
         if logger is not None:
-            logger.write(state.step, metrics, prefix=prefix)
+            logger.write(iteration, metrics, prefix=prefix)
         pbar.update(1)
         pbar.set_postfix(reward=f"{metrics['reward_mean']:.3f}")
-        ck.maybe_save(state, {"data": data.get_state()}, last=state.step >= cfg.iterations)
+        ck.maybe_save(state, iteration, {"data": data.get_state()}, last=iteration >= cfg.iterations)
     pbar.close()
     ck.close()
     agent.set_params(state.params)
-    return {"iterations": state.step}
+    return {"iterations": iteration, "optimizer_steps": state.step}
 
 
 def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
@@ -142,12 +146,13 @@ def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg
     ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
     state, extra = ck.start(agent, updater, cfg.seed)
     data = _episode_iter(len(episodes), cfg)
+    iteration = int(extra.get("iteration", 0))
     if extra:
         data.set_state(extra["data"])
         agent.set_params(state.params)
     scfg = scfg_from(cfg)
-    pbar = tqdm(total=cfg.iterations, initial=state.step, desc=prefix, dynamic_ncols=True, leave=False)
-    while state.step < cfg.iterations:
+    pbar = tqdm(total=cfg.iterations, initial=iteration, desc=prefix, dynamic_ncols=True, leave=False)
+    while iteration < cfg.iterations:
         idx = next(data)
         items = [(i, t) for i in idx for t in range(len(episodes[i].actions))]
         prompts = []
@@ -156,7 +161,7 @@ def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg
             prompts.append(build_messages(ep.goal, expert_history(ep, t, pcfg), ep.observations[t], pcfg))
         n = cfg.num_rollouts
         gens = agent.policy.generate([p for p in prompts for _ in range(n)], temperature=cfg.temperature,
-                                     seed=cfg.seed * 1_000_003 + state.step)
+                                     seed=cfg.seed * 1_000_003 + iteration)
         rewards, groups = [], []
         for k, g in enumerate(gens):
             i, t = items[k // n]
@@ -170,14 +175,12 @@ def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg
                 agent, samples_from_generations([gens[k] for k in keep], adv[keep]), cfg, ref))
             metrics.update(m)
             agent.set_params(state.params)
-        else:
-            from gui_jax.train.state import TrainState
-            state = TrainState(state.step + 1, state.params, state.opt_state, state.rng)
+        iteration += 1
         if logger is not None:
-            logger.write(state.step, metrics, prefix=prefix)
+            logger.write(iteration, metrics, prefix=prefix)
         pbar.update(1)
-        ck.maybe_save(state, {"data": data.get_state()}, last=state.step >= cfg.iterations)
+        ck.maybe_save(state, iteration, {"data": data.get_state()}, last=iteration >= cfg.iterations)
     pbar.close()
     ck.close()
     agent.set_params(state.params)
-    return {"iterations": state.step}
+    return {"iterations": iteration, "optimizer_steps": state.step}

@@ -64,37 +64,31 @@ def _worker(coord: str, num_processes: int, process_id: int, devices: int) -> No
 
   S.init_distributed(coord, num_processes, process_id, timeout_s=60)
   import numpy as np
-  import optax
-  from flax import nnx
 
-  from tests.models.toy_train import build_tiny_model, loss_fn, make_batch
+  from support.tiny_train import (BATCH_LOGICAL_AXES, build_tiny_model, loss_fn, make_batch, make_optimizer,
+                                  train_step)
 
+  jax.config.update("jax_default_matmul_precision", "highest")
   assert jax.process_count() == num_processes and jax.device_count() == num_processes * devices
-  batch_np = make_batch(batch=4, length=12, seed=0)
+  batch = make_batch(batch=4, length=12, seed=0)
 
   # Reference: unsharded loss on this process's first device (weights identical on both: same seed).
   with jax.default_device(jax.local_devices()[0]):
-    ref_model = build_tiny_model(seed=0)
-    print("REF", float(loss_fn(ref_model, {k: np.asarray(v) for k, v in batch_np.items()})), flush=True)
+    print("REF", repr(float(loss_fn(build_tiny_model(seed=0), batch))), flush=True)
 
-  mesh = S.make_mesh(data=1, fsdp=-1, tensor=2)
+  # fsdp spans the processes, tensor within each process.
+  mesh = S.make_mesh(data=1, fsdp=-1, tensor=devices)
   model = build_tiny_model(seed=0)
-  opt = nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
+  opt = make_optimizer(model)
+  S.shard_model(model, mesh)
   S.shard_model(opt, mesh)
-  batch = S.shard_batch(batch_np, mesh)
-
-  @nnx.jit
-  def step(model, opt, batch):
-    loss, grads = nnx.value_and_grad(loss_fn)(model, batch)
-    opt.update(model, grads)
-    return loss
-
+  sbatch = S.shard_batch(batch, mesh, logical_axes=BATCH_LOGICAL_AXES)
   for _ in range(2):
-    loss = step(model, opt, batch)
+    loss = train_step(model, opt, sbatch)
     print("LOSS", repr(float(np.asarray(loss.addressable_data(0)))), flush=True)
   jax.distributed.shutdown()
 
 
 if __name__ == "__main__":
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/ (for support/)
   _worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

@@ -137,7 +137,7 @@ def _check_kv_cache_decoding(model, inputs, layout, full_logits):
   return diff
 
 
-def test_tiny_preset_runs_jitted_with_logical_axes():
+def test_tiny_preset_runs_jitted_with_logical_axes(monkeypatch):
   from gui_jax.models.qwen2_5_vl import Qwen25VLForConditionalGeneration, logical_axes, preset
   from gui_jax.models.qwen2_5_vl.config import TINY_IMAGE_PAD_ID
   cfg = preset("tiny")
@@ -153,6 +153,8 @@ def test_tiny_preset_runs_jitted_with_logical_axes():
   pos, _ = get_rope_index(ids, grid, None, cfg)
   fwd = nnx.jit(lambda m, i, p, lay, pos: m(i, pixel_values=p, vision_layout=lay, position_ids=pos))
   out = fwd(model, ids, pixels, vision_layout(grid, cfg.vision), pos)
+  from gui_jax.models.qwen2_5_vl import vision
+  monkeypatch.setattr(vision, "FULL_ATTN_CHUNK", 12)  # eager path with uneven query chunks in full attention
   eager = model(ids, pixel_values=pixels, image_grid_thw=grid)
   assert out.logits.shape == (1, 12, cfg.text.vocab_size)
   np.testing.assert_allclose(np.asarray(out.logits), np.asarray(eager.logits), atol=1e-5, rtol=0)

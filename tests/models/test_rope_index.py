@@ -65,6 +65,11 @@ def test_vision_layout_matches_transformers_windows(window):
     np.testing.assert_array_equal(starts, cu[1:-1])
   ref_rot = get_vision_position_ids(tg, 2).numpy()
   np.testing.assert_array_equal(layout.rot_pos, ref_rot)
+  # Window blocks: each window's patches, in order, once; slot inverts gather.
+  flat = layout.window_gather[layout.window_valid]
+  np.testing.assert_array_equal(flat, np.arange(len(ref_rot)))
+  np.testing.assert_array_equal(layout.window_gather.reshape(-1)[layout.window_slot], np.arange(len(ref_rot)))
+  assert len(layout.window_gather) == len(ref_cu) - 1
   # Padding patches form their own segment and do not move the real ones.
   padded = vision_layout(grid, cfg, pad_patches_to=len(ref_rot) + 8)
   assert (padded.window_segments[-8:] == -1).all() and (padded.full_segments[-8:] == -1).all()

@@ -24,7 +24,9 @@ def episodes():
 
 
 def _agent(seed=0):
-    return Agent(ml_collections.ConfigDict({"model": model_block()}), seed=seed)
+    m = model_block()
+    m.num_hidden_layers, m.vision_depth = 2, 2  # smaller than the tiny preset: fast CI
+    return Agent(ml_collections.ConfigDict({"model": m}), seed=seed)
 
 
 @pytest.mark.parametrize("observation,target", [("ui_text", "element"), ("screenshot", "coordinate")])

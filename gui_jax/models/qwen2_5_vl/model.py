@@ -35,8 +35,9 @@ Logical axis names (Param metadata `out_sharding`; `logical_axes(model)` lists t
   vision: 'vision_patch' (C*T*P*P), 'vision_embed', 'vision_qkv' (3*hidden), 'vision_heads', 'vision_mlp',
           'vision_merge' (hidden*merge**2); the merger output axis is 'embed'.
 
-Known gaps: no video inputs; vision attention uses dense [N, N] block masks (fine for tiny models and a few
-screenshots, O(N^2) memory for many large images); no sliding-window text attention (unused by Qwen2.5-VL).
+Known gaps: no video inputs; full-attention vision blocks and text attention are plain XLA einsum attention
+(query-chunked in the vision tower, no flash / splash kernel); no sliding-window text attention (unused by
+Qwen2.5-VL); the vision tower runs on all images' patches concatenated (no per-image batching).
 """
 from __future__ import annotations
 
@@ -100,12 +101,12 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
     return self.visual(pixel_values, layout)
 
   def logits_from_hidden(self, hidden: jax.Array) -> jax.Array:
-    """hidden [..., H] -> logits [..., V] (float32 accumulation of the compute dtype)."""
+    """hidden [..., H] -> float32 logits [..., V] (compute-dtype inputs, float32 accumulation and output)."""
     dtype = dtype_of(self.cfg.dtype)
     if self.lm_head is None:
       w = self.language_model.embed_tokens[...].astype(dtype)
-      return jnp.einsum("...h,vh->...v", hidden.astype(dtype), w)
-    return jnp.dot(hidden.astype(dtype), self.lm_head[...].astype(dtype))
+      return jnp.einsum("...h,vh->...v", hidden.astype(dtype), w, preferred_element_type=jnp.float32)
+    return jnp.dot(hidden.astype(dtype), self.lm_head[...].astype(dtype), preferred_element_type=jnp.float32)
 
   # ---------------------------------------------------------------- forward
   def __call__(self, input_ids, attention_mask=None, pixel_values=None, image_grid_thw=None, position_ids=None,
@@ -154,8 +155,8 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
 
 
 def logical_axes(model: nnx.Module) -> dict[str, tuple]:
-  """'path/to/param' -> logical axis names, for every parameter of `model`."""
+  """'path.to.param' (as in hf_io.param_mapping) -> logical axis names, for every parameter of `model`."""
   out = {}
   for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-    out["/".join(str(p) for p in path)] = var.get_metadata().get("out_sharding")
+    out[".".join(str(p) for p in path)] = var.get_metadata().get("out_sharding")
   return out

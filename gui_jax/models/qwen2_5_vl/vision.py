@@ -7,8 +7,9 @@ same (processor) order, i.e. one row per <|image_pad|> token.
 
 Everything that depends on `grid_thw` (window permutation, attention segments, rotary positions) is computed on
 the host by `vision_layout(grid_thw, cfg)` into a `VisionLayout` of plain int arrays, so the jitted tower only
-sees static shapes (N). Variable-length attention across images / frames / windows uses block-diagonal masks
-built from segment ids (correct, O(N^2) memory; see known gaps in model.py).
+sees static shapes (N, number of windows W). Windowed blocks attend inside fixed-size window blocks
+([W, S, S] scores, S = 64 patches for the real config); full-attention blocks use block-diagonal masks from
+per-frame segment ids, computed in query chunks ([chunk, N] scores).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from gui_jax.models.qwen2_5_vl.config import VisionConfig
 from gui_jax.models.qwen2_5_vl.layers import Linear, RMSNorm, apply_rope, masked_attention
 
 _PAD_SEGMENT = -1  # segment id of padding patches (they attend only among themselves)
+FULL_ATTN_CHUNK = 2048  # queries per chunk in full-attention blocks: bounds scores to [heads, chunk, N]
 
 
 @jax.tree_util.register_dataclass
@@ -35,12 +37,18 @@ class VisionLayout:
   rot_pos [N, 2] int32: (row, col) patch coordinates in original order, for the 2-D RoPE.
   window_segments [N] int32: attention segment per patch in window order for windowed blocks.
   full_segments [N] int32: attention segment per patch in window order for full blocks (one per image frame).
+  window_gather [W, S] int32: patch (window order) in slot s of window w, S = (window side in patches)**2.
+  window_valid [W, S] bool: slot holds a patch (windows at image borders are smaller).
+  window_slot [N] int32: flat slot w * S + s of each patch (inverse of window_gather).
   """
   window_index: jax.Array
   reverse_index: jax.Array
   rot_pos: jax.Array
   window_segments: jax.Array
   full_segments: jax.Array
+  window_gather: jax.Array
+  window_valid: jax.Array
+  window_slot: jax.Array
 
 
 def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None) -> VisionLayout:
@@ -89,9 +97,28 @@ def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None
     full_seg = np.concatenate([full_seg, np.full(extra, _PAD_SEGMENT)])
     rot_pos = np.concatenate([rot_pos, np.zeros((extra * unit, 2), np.int32)])
   reverse_index = np.argsort(window_index).astype(np.int32)
+  window_segments = np.repeat(win_seg, unit).astype(np.int32)
+  gather, valid, slot = _window_blocks(window_segments, (ws * m) ** 2)
   return VisionLayout(window_index=window_index, reverse_index=reverse_index, rot_pos=rot_pos,
-                      window_segments=np.repeat(win_seg, unit).astype(np.int32),
-                      full_segments=np.repeat(full_seg, unit).astype(np.int32))
+                      window_segments=window_segments, full_segments=np.repeat(full_seg, unit).astype(np.int32),
+                      window_gather=gather, window_valid=valid, window_slot=slot)
+
+
+def _window_blocks(segments: np.ndarray, size: int):
+  """Splits the contiguous runs of `segments` into blocks of at most `size` patches.
+  Returns gather [W, size], valid [W, size], slot [N] (see VisionLayout)."""
+  n = segments.size
+  starts = np.concatenate([[0], np.flatnonzero(np.diff(segments)) + 1])
+  ends = np.concatenate([starts[1:], [n]])
+  blocks = [(c, min(c + size, e)) for s, e in zip(starts, ends) for c in range(s, e, size)]
+  gather = np.zeros((len(blocks), size), np.int32)
+  valid = np.zeros((len(blocks), size), bool)
+  slot = np.zeros((n,), np.int32)
+  for w, (s, e) in enumerate(blocks):
+    gather[w, :e - s] = np.arange(s, e)
+    valid[w, :e - s] = True
+    slot[s:e] = w * size + np.arange(e - s)
+  return gather, valid, slot
 
 
 class VisionMLP(nnx.Module):
@@ -119,12 +146,28 @@ class VisionAttention(nnx.Module):
     self.proj = Linear(d, d, ("vision_heads", "vision_embed"), bias=True, dtype=dtype,
                        param_dtype=param_dtype, rngs=rngs)
 
-  def __call__(self, x, cos, sin, mask):
-    """x [N, D]; cos/sin [N, head_dim]; mask [N, N] bool -> [N, D]."""
+  def __call__(self, x, cos, sin, layout: VisionLayout, windowed: bool):
+    """x [N, D] (window order); cos/sin [N, head_dim] -> [N, D].
+
+    windowed: attention inside each window, computed per window block ([W, S, S] scores). Otherwise attention
+    inside each image frame (full_segments), computed in query chunks of FULL_ATTN_CHUNK ([chunk, N] scores)."""
     n = x.shape[0]
     q, k, v = jnp.moveaxis(self.qkv(x).reshape(n, 3, self.num_heads, self.head_dim), 1, 0)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    out = masked_attention(q[None], k[None], v[None], mask[None], self.head_dim ** -0.5)
+    scale = self.head_dim ** -0.5
+    if windowed:
+      g, ok = layout.window_gather, layout.window_valid
+      mask = ok[:, :, None] & ok[:, None, :]
+      out = masked_attention(q[g], k[g], v[g], mask, scale)  # [W, S, H, hd]
+      out = out.reshape(-1, self.num_heads, self.head_dim)[layout.window_slot]
+    else:
+      seg = layout.full_segments
+      chunks = []
+      for c in range(0, n, FULL_ATTN_CHUNK):
+        sl = slice(c, min(c + FULL_ATTN_CHUNK, n))
+        mask = seg[sl, None] == seg[None, :]
+        chunks.append(masked_attention(q[None, sl], k[None], v[None], mask[None], scale)[0])
+      out = jnp.concatenate(chunks, axis=0) if len(chunks) > 1 else chunks[0]
     return self.proj(out.reshape(n, -1))
 
 
@@ -135,8 +178,8 @@ class VisionBlock(nnx.Module):
     self.attn = VisionAttention(cfg, dtype, param_dtype, rngs)
     self.mlp = VisionMLP(cfg, dtype, param_dtype, rngs)
 
-  def __call__(self, x, cos, sin, mask):
-    x = x + self.attn(self.norm1(x), cos, sin, mask)
+  def __call__(self, x, cos, sin, layout: VisionLayout, windowed: bool):
+    x = x + self.attn(self.norm1(x), cos, sin, layout, windowed)
     return x + self.mlp(self.norm2(x))
 
 
@@ -190,10 +233,8 @@ class VisionTower(nnx.Module):
     x = to_window_order(x)
     cos, sin = self.rotary(jnp.asarray(layout.rot_pos))
     cos, sin = to_window_order(cos), to_window_order(sin)
-    full_mask = layout.full_segments[:, None] == layout.full_segments[None, :]
-    win_mask = layout.window_segments[:, None] == layout.window_segments[None, :]
     full_blocks = set(self.cfg.fullatt_block_indexes)
     for i, block in enumerate(self.blocks):
-      x = block(x, cos, sin, full_mask if i in full_blocks else win_mask)
+      x = block(x, cos, sin, layout, windowed=i not in full_blocks)
     merged = self.merger(x)  # [N/U, out] in window order
     return merged[layout.reverse_index]

@@ -281,3 +281,28 @@ def count_artist(dev, rng):
         [Open("Music"), Look(rid="song", text=m.songs[-1].title), Answer(str(n))],
         {"artist": art, "n": n},
     )
+
+
+@template("music.playlist_with_songs", "music", "hard", 12)
+def playlist_with_songs(dev, rng):
+    m = dev.apps["music"]
+    name = f"{rng.choice(['Weekend', 'Drive', 'Cozy', 'Gym'])} set {rng.randint(1, 99)}"
+    s1, s2 = rng.sample(m.songs, 2)
+    ids = {s1.id, s2.id}
+    return Spec(
+        f"Create a playlist named '{name}' and add the songs '{s1.title}' and '{s2.title}' to it.",
+        lambda d, a: any(p.name == name and ids <= set(p.songs) for p in d.apps["music"].playlists),
+        [
+            Open("Music"),
+            Tap(rid="tab_1", instr="Open the Playlists tab"),
+            Tap(rid="new_playlist"),
+            Fill("playlist", name, "Playlist name"),
+            Tap(text="Create"),
+            Tap(rid="tab_0", instr="Open the Songs tab"),
+            Tap(rid="song", text=s1.title, long=True),
+            Tap(text=name),
+            Tap(rid="song", text=s2.title, long=True),
+            Tap(text=name),
+        ],
+        {"name": name, "songs": [s1.title, s2.title]},
+    )

@@ -351,3 +351,28 @@ def high_priority(dev, rng):
         [Open("Tasks"), Answer(", ".join(names))],
         {"names": names},
     )
+
+
+@template("expenses.delete_category", "expenses", "hard", 8)
+def delete_category(dev, rng):
+    app = dev.apps["expenses"]
+    cat = rng.choice(CATEGORIES)
+    members = [e for e in app.items if e.category == cat]
+    others = [e for e in app.items if e.category != cat]
+    while len(members) < 2:  # always 2-3 deletions: move an expense into the category
+        members.append(others.pop(0))
+        members[-1].category = cat
+    gone = members[:3]
+    app.items[:] = [e for e in app.items if e.category != cat or e in gone]
+    n_after = len(app.items) - len(gone)
+    plan = [Open("Expenses")]
+    for e in gone:
+        plan += [Tap(rid="expense", text=e.name), Tap(rid="delete"), Tap(text="Delete", instr="Confirm")]
+    return Spec(
+        f"Delete every expense in the {cat} category.",
+        lambda d, a: (
+            not any(e.category == cat for e in d.apps["expenses"].items) and len(d.apps["expenses"].items) == n_after
+        ),
+        plan,
+        {"cat": cat, "names": [e.name for e in gone]},
+    )

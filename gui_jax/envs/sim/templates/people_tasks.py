@@ -233,3 +233,33 @@ def unread_answer(dev, rng):
         [Open("Messages"), Answer(", ".join(names))],
         {"names": names},
     )
+
+
+@template("contacts.add_full", "contacts", "hard", 12)
+def add_contact_full(dev, rng):
+    from gui_jax.envs.sim.apps.base import COMPANIES
+
+    taken = {c.name for c in dev.apps["contacts"].items}
+    name = next(n for n in (full_name(rng) for _ in range(100)) if n not in taken)
+    ph, company = phone(rng), rng.choice(COMPANIES)
+    email = f"{name.split()[0].lower()}.{name.split()[1].lower()}@work.example"
+    return Spec(
+        f"Add a contact {name}: phone {ph}, email {email}, company {company}.",
+        lambda d, a: any(
+            c.name.lower() == name.lower()
+            and digits(c.phone) == digits(ph)
+            and c.email.lower() == email
+            and c.company == company
+            for c in d.apps["contacts"].items
+        ),
+        [
+            Open("Contacts"),
+            Tap(desc="Add contact"),
+            Fill("name", name, "Name"),
+            Fill("phone", ph, "Phone"),
+            Fill("email", email, "Email"),
+            Fill("company", company, "Company"),
+            Tap(rid="save"),
+        ],
+        {"name": name, "phone": ph, "company": company},
+    )

@@ -1,0 +1,86 @@
+"""Online evaluation in PhoneSim: success rate (greedy), pass@k over trials, by difficulty.
+
+All (task, trial) episodes run in lock-step so the policy samples one batch per step. A response
+that does not parse is a wasted step (the phone is left as it is; the step still counts).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
+from gui_jax.eval.metrics import mean_steps_to_success, pass_at_k, success_by_bucket
+from gui_jax.rl.policy import Policy
+from gui_jax.rl.prompting import PromptConfig, build_messages
+
+
+def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, trials: int = 1,
+                        temperature: float = 0.0, resolution=(540, 1200), max_steps: int = 15,
+                        seed: int = 0, progress: bool = False) -> list[dict]:
+    """One record per (task, trial): success, steps, invalid responses."""
+    from gui_jax.envs.sim.phonesim import PhoneSim  # envs sit below eval; imported lazily (heavy)
+    render = pcfg.observation in ("screenshot", "both")
+    runs = []
+    for ti, task in enumerate(tasks):
+        for k in range(trials):
+            sim = PhoneSim(render=render, resolution=resolution, max_steps=max_steps, tree=True)
+            runs.append({"task": task, "trial": k, "sim": sim, "obs": sim.reset(task), "history": [],
+                         "done": False, "success": False, "steps": 0, "unparsable": 0})
+    pbar = tqdm(total=max_steps, desc="online eval", disable=not progress, leave=False)
+    for t in range(max_steps):
+        live = [r for r in runs if not r["done"]]
+        if not live:
+            break
+        prompts = [build_messages(r["task"].goal, r["history"], r["obs"], pcfg) for r in live]
+        gens = policy.generate(prompts, temperature=temperature, seed=seed * 7907 + t)
+        for r, g in zip(live, gens):
+            obs = r["obs"]
+            r["history"].append((obs, g.text))
+            r["steps"] += 1
+            try:
+                _, action = parse_response(g.text, pcfg.dialect)
+                if action.x is not None and render:
+                    # Coordinates are pixels of the screenshot the model saw; without a
+                    # screenshot in the prompt they are screen pixels already.
+                    image_size = (obs.screenshot.shape[1], obs.screenshot.shape[0])
+                    action = scale_action_to_screen(action, image_size, obs.screen_size)
+                r["obs"], done, info = r["sim"].step(action)
+            except ActionParseError:
+                r["unparsable"] += 1
+                done = r["steps"] >= max_steps
+                info = {"success": False}
+            if done:
+                r["done"], r["success"] = True, bool(info.get("success", False))
+        pbar.update(1)
+    pbar.close()
+    return [{"task_id": r["task"].task_id, "difficulty": r["task"].difficulty, "trial": r["trial"],
+             "success": r["success"], "steps": r["steps"], "unparsable": r["unparsable"]} for r in runs]
+
+
+def online_metrics(records: Sequence[dict], k: Optional[int] = None) -> dict[str, float]:
+    """SR over trial 0, pass@k over all trials, SR by difficulty, mean steps to success."""
+    first = [r for r in records if r["trial"] == 0]
+    out = {"SR": float(np.mean([r["success"] for r in first])) if first else float("nan")}
+    for d, v in success_by_bucket([r["success"] for r in first], [r["difficulty"] for r in first]).items():
+        out[f"SR_{d}"] = v
+    by_task = defaultdict(list)
+    for r in records:
+        by_task[r["task_id"]].append(r["success"])
+    n = min(len(v) for v in by_task.values()) if by_task else 0
+    if n > 1:
+        kk = k or n
+        out[f"pass@{kk}"] = pass_at_k(np.array([v[:n] for v in by_task.values()]), kk)
+    out["steps_to_success"] = mean_steps_to_success([r["success"] for r in first], [r["steps"] for r in first])
+    out["unparsable_rate"] = (float(sum(r["unparsable"] for r in first)) / max(sum(r["steps"] for r in first), 1))
+    return out
+
+
+def evaluate_online(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, trials: int = 1,
+                    temperature: float = 0.0, resolution=(540, 1200), max_steps: int = 15,
+                    seed: int = 0, progress: bool = False) -> dict[str, float]:
+    recs = run_online_episodes(policy, tasks, pcfg, trials=trials, temperature=temperature,
+                               resolution=resolution, max_steps=max_steps, seed=seed, progress=progress)
+    return online_metrics(recs)
