@@ -24,7 +24,8 @@ Weight sync: `sampler.update_weights(model_or_state)` swaps in new parameters wi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +40,8 @@ from gui_jax.models.sampling import sample_tokens
 DEFAULT_PROMPT_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DEFAULT_NEW_TOKEN_BUCKETS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# Image patch counts are padded to unit * b (unit = merge**2 patches): 4 buckets per octave (<= 19% waste).
+_PATCH_BUCKETS_UNITS = tuple(sorted({-(-f * 2 ** k // 4) for k in range(30) for f in (4, 5, 6, 7)}))
 
 
 @dataclasses.dataclass
@@ -138,7 +141,7 @@ class Sampler:
   # ------------------------------------------------------------------------------------------- host side
   def _pad_prompts(self, prompts, attention_mask) -> tuple[np.ndarray, np.ndarray, int]:
     """-> ids [Bb, P] int32, mask [Bb, P] bool (batch and length bucketed), real batch size."""
-    if isinstance(prompts, np.ndarray) or isinstance(prompts, jax.Array):
+    if isinstance(prompts, (np.ndarray, jax.Array)):
       arr = np.asarray(prompts)
       if arr.ndim != 2:
         raise ValueError(f"prompt array must be [B, L], got shape {arr.shape}")
@@ -190,7 +193,8 @@ class Sampler:
         raise ValueError("pixel_values given without image_grid_thw")
       pv = np.asarray(pixel_values)
       unit = self.cfg.vision.spatial_merge_size ** 2
-      n_patch = _bucket(pv.shape[0], [unit * 2 ** k for k in range(40)], "image patches")
+      n_patch = _bucket(pv.shape[0], [unit * b for b in _PATCH_BUCKETS_UNITS],
+                        "image patches")
       pv = np.concatenate([pv, np.zeros((n_patch - pv.shape[0], pv.shape[1]), pv.dtype)])
       layout = build_vision_layout(grid, self.cfg.vision, pad_patches_to=n_patch)
 

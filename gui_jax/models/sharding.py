@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -82,12 +83,9 @@ def make_mesh(data: int = 1, fsdp: int = -1, tensor: int = 1, devices: Sequence[
     raise ValueError(f"make_mesh: axis sizes must be >= 1, got data={sizes[0]} fsdp={sizes[1]} tensor={sizes[2]}")
   if math.prod(sizes) != len(devs):
     raise ValueError(f"make_mesh: data*fsdp*tensor = {math.prod(sizes)} but {len(devs)} devices are available")
-  try:
-    # Prefers a topology-aware device order (ICI rings on TPU); falls back to the given order.
-    if devices is None:
-      return jax.make_mesh(tuple(sizes), MESH_AXES, axis_types=(jax.sharding.AxisType.Auto,) * 3)
-  except Exception:  # pragma: no cover - depends on the backend's topology helpers
-    pass
+  if devices is None:
+    # Topology-aware device order (ICI rings on TPU) when the mesh spans all devices.
+    return jax.make_mesh(tuple(sizes), MESH_AXES, axis_types=(jax.sharding.AxisType.Auto,) * 3)
   return Mesh(np.asarray(devs, dtype=object).reshape(sizes), MESH_AXES)
 
 
@@ -179,7 +177,7 @@ def state_shardings(tree: Any, mesh: Mesh, rules: LogicalRules | Mapping[str, Me
       return x.replace(NamedSharding(mesh, spec))
     return NamedSharding(mesh, PartitionSpec())
 
-  if isinstance(tree, nnx.Module) or isinstance(tree, nnx.Object):
+  if isinstance(tree, nnx.Pytree):
     tree = nnx.state(tree)
   return jax.tree.map(one, tree, is_leaf=lambda x: isinstance(x, nnx.Variable))
 
@@ -238,9 +236,11 @@ def shard_batch(batch: Any, mesh: Mesh, rules: LogicalRules | Mapping[str, MeshA
     host = np.asarray(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
 
+  def put_tree(tree, axes):
+    return jax.tree.map(lambda x: put(x, axes), tree)
+
   if isinstance(batch, Mapping):
-    return type(batch)({k: jax.tree.map(lambda x, a=overrides.get(k, "default"): put(x, a), v)
-                        for k, v in batch.items()})
+    return type(batch)({k: put_tree(v, overrides.get(k, "default")) for k, v in batch.items()})
   return jax.tree.map(lambda x: put(x, "default"), batch)
 
 

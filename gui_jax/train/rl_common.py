@@ -37,6 +37,18 @@ def make_rl_updater(agent, cfg) -> Updater:
     return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg), opt)
 
 
+def reference_params(agent, workdir: str, given=None):
+    """The frozen reference policy: `given`, or the params at the start of training. Persisted in
+    `<workdir>/reference` on the first start so a resumed run uses the very same reference."""
+    from gui_jax.train.checkpoint import load_params, save_params
+    path = os.path.join(workdir, "reference")
+    if os.path.isdir(path):
+        return load_params(path, agent.params)
+    ref = given if given is not None else agent.copy_params()
+    save_params(ref, path)
+    return ref
+
+
 class RefLogprobs:
     """Log-probs of a frozen reference policy on training batches (jitted, params as an argument)."""
 

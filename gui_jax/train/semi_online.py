@@ -21,7 +21,7 @@ from gui_jax.rl.prompting import PromptConfig, build_messages
 from gui_jax.rl.semi_online import SemiOnlineConfig, judge_step, semi_online_rollouts
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.rl_common import (IterationCheckpoints, RefLogprobs, make_rl_updater, micro_batches,
-                                     samples_from_generations)
+                                     reference_params, samples_from_generations)
 from gui_jax.train.sft import expert_history
 
 
@@ -76,8 +76,7 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
                       ref_params=None) -> dict:
     """Trains agent.params in place; resumable from `workdir` checkpoints. cfg: the `rl` block."""
     updater = make_rl_updater(agent, cfg)
-    ref = RefLogprobs(agent, ref_params if ref_params is not None else agent.copy_params()) \
-        if cfg.kl_coef > 0 else None
+    ref = RefLogprobs(agent, reference_params(agent, workdir, ref_params)) if cfg.kl_coef > 0 else None
     ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
     state, extra = ck.start(agent, updater, cfg.seed)
     data = _episode_iter(len(episodes), cfg)
@@ -141,8 +140,7 @@ def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg
                      ref_params=None) -> dict:
     """Single-step GRPO with the expert history (the UI-S1 offline-RL baseline)."""
     updater = make_rl_updater(agent, cfg)
-    ref = RefLogprobs(agent, ref_params if ref_params is not None else agent.copy_params()) \
-        if cfg.kl_coef > 0 else None
+    ref = RefLogprobs(agent, reference_params(agent, workdir, ref_params)) if cfg.kl_coef > 0 else None
     ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
     state, extra = ck.start(agent, updater, cfg.seed)
     data = _episode_iter(len(episodes), cfg)

@@ -64,9 +64,14 @@ def _worker(coord: str, num_processes: int, process_id: int, devices: int) -> No
 
   S.init_distributed(coord, num_processes, process_id, timeout_s=60)
   import numpy as np
-
-  from support.tiny_train import (BATCH_LOGICAL_AXES, build_tiny_model, loss_fn, make_batch, make_optimizer,
-                                  train_step)
+  from support.tiny_train import (
+    BATCH_LOGICAL_AXES,
+    build_tiny_model,
+    loss_fn,
+    make_batch,
+    make_optimizer,
+    train_step,
+  )
 
   jax.config.update("jax_default_matmul_precision", "highest")
   assert jax.process_count() == num_processes and jax.device_count() == num_processes * devices

@@ -5,7 +5,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-import torch
 from flax import nnx
 
 from gui_jax.models.qwen2_5_vl import get_rope_index, load_hf_checkpoint, vision_layout
@@ -158,3 +157,26 @@ def test_tiny_preset_runs_jitted_with_logical_axes(monkeypatch):
   eager = model(ids, pixel_values=pixels, image_grid_thw=grid)
   assert out.logits.shape == (1, 12, cfg.text.vocab_size)
   np.testing.assert_allclose(np.asarray(out.logits), np.asarray(eager.logits), atol=1e-5, rtol=0)
+
+
+def test_remat_gives_the_same_gradients_and_untraceable_positions_raise():
+  from gui_jax.models.qwen2_5_vl import Qwen25VLConfig, Qwen25VLForConditionalGeneration
+  cfg = Qwen25VLConfig.from_hf_dict(hf_config(tie=False).to_dict())
+  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(1))
+  grid = np.array([[1, 4, 4]])
+  ids = np.array([[3, cfg.vision_start_token_id] + [cfg.image_token_id] * 4 + [cfg.vision_end_token_id, 9]])
+  pixels = np.random.default_rng(1).standard_normal((16, cfg.vision.patch_dim)).astype(np.float32)
+  pos, _ = get_rope_index(ids, grid, None, cfg)
+
+  @nnx.jit
+  def grads(m, layout):
+    return nnx.grad(lambda m: m(ids, pixel_values=pixels, vision_layout=layout, position_ids=pos).logits.std())(m)
+
+  layout = vision_layout(grid, cfg.vision)
+  plain = grads(model, layout)
+  model.set_remat(True)
+  remat = grads(model, layout)
+  diff = max(jax.tree.leaves(jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), plain, remat)))
+  assert diff <= 1e-6
+  with pytest.raises(ValueError, match="need M-RoPE position_ids"):
+    nnx.jit(lambda m, i, p: m(i, pixel_values=p, vision_layout=layout))(model, ids, pixels)

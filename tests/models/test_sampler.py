@@ -4,16 +4,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/ (for support/)
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+from support.qwen_hf import IMAGE_ID, VIDEO_ID, build_inputs, hf_config, make_hf_model
 
-from gui_jax.models import sampling  # noqa: E402
-from gui_jax.models.qwen2_5_vl import hf_io  # noqa: E402
-from gui_jax.models.sampler import Sampler  # noqa: E402
-from support.qwen_hf import IMAGE_ID, VIDEO_ID, build_inputs, hf_config, make_hf_model  # noqa: E402
+from gui_jax.models import sampling
+from gui_jax.models.qwen2_5_vl import hf_io
+from gui_jax.models.sampler import Sampler
 
 jax.config.update("jax_default_matmul_precision", "highest")
 PATCH_DIM = 3 * 2 * 4 * 4
@@ -138,7 +138,7 @@ def test_eos_and_stop_sequences(models, sampler):
 
 def test_stop_strings_host_side(models):
   _, model = models
-  detok = lambda ids: " ".join(f"t{i}" for i in ids)  # noqa: E731
+  detok = lambda ids: " ".join(f"t{i}" for i in ids)
   s = Sampler(model, eos_ids=[-1], pad_id=0, detokenize=detok, **BUCKETS, stop_check_every=4)
   prompts = [[1, 2, 3, 4], [7, 8]]
   ref = s.generate(prompts, max_new_tokens=24)

@@ -48,7 +48,7 @@ def test_make_mesh_validates_sizes():
 
 def test_sharded_train_step_matches_single_device():
   env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-  proc = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, timeout=300)
+  proc = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, timeout=300, check=False)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
   assert "SHARDING-OK" in proc.stdout, proc.stdout[-3000:]
 
@@ -58,9 +58,14 @@ def _worker() -> None:
   import jax
   import numpy as np
   from flax import nnx
-
-  from support.tiny_train import (BATCH_LOGICAL_AXES, build_tiny_model, loss_and_grads, make_batch, make_optimizer,
-                                  train_step)
+  from support.tiny_train import (
+    BATCH_LOGICAL_AXES,
+    build_tiny_model,
+    loss_and_grads,
+    make_batch,
+    make_optimizer,
+    train_step,
+  )
 
   jax.config.update("jax_default_matmul_precision", "highest")
   assert jax.device_count() == 8, jax.devices()

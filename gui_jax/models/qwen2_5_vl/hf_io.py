@@ -1,6 +1,6 @@
 """Hugging Face checkpoint I/O for Qwen2.5-VL: HF directory <-> Flax NNX model, tensor by tensor.
 
-  model, cfg = load_hf_checkpoint(path, dtype=None, param_dtype=None, shardings=None, strict=True)
+  model, cfg = load_hf_checkpoint(path, dtype=None, param_dtype=None, shardings=None, strict=True, remat=False)
   save_hf_checkpoint(model, path, max_shard_size=5 * 2**30, dtype=None)
   param_mapping(cfg) -> list[TensorMapping]   # the declarative HF name <-> param path table
 
@@ -153,14 +153,15 @@ def open_checkpoint_files(path: str) -> dict[str, SafetensorsFile]:
 
 def load_hf_checkpoint(path: str, dtype: str | None = None, param_dtype: str | None = None,
                        shardings: Callable | None = None, strict: bool = True,
-                       config: Qwen25VLConfig | None = None):
+                       config: Qwen25VLConfig | None = None, remat: bool = False):
   """Loads a HF Qwen2.5-VL directory into a new model. Returns (model, cfg).
 
   dtype / param_dtype override the compute / storage dtypes (default: float32 compute, checkpoint storage
-  dtype). strict: unexpected tensors raise (missing or mis-shaped tensors always raise).
+  dtype). strict: unexpected tensors raise (missing or mis-shaped tensors always raise). config: use this
+  config instead of config.json. remat: see Qwen25VLForConditionalGeneration.
   """
   cfg = config or Qwen25VLConfig.from_hf_dict(read_config(path), dtype=dtype, param_dtype=param_dtype)
-  abstract = nnx.eval_shape(lambda: Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0)))
+  abstract = nnx.eval_shape(lambda: Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0), remat=remat))
   graphdef, state = nnx.split(abstract)
   flat = nnx.to_flat_state(state)
   by_path = {_path_str(p): (p, v) for p, v in flat}

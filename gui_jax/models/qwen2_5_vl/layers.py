@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 
@@ -21,7 +22,12 @@ def make_param(rngs: nnx.Rngs | None, shape: tuple[int, ...], axes: tuple[str | 
   if len(axes) != len(shape):
     raise ValueError(f"axes {axes} do not match shape {shape}")
   if init == "normal":
-    value = scale * jax.random.normal(rngs.params(), shape, dtype)
+    key = rngs.params()
+    if isinstance(key, jax.core.Tracer):  # under jit / eval_shape
+      value = scale * jax.random.normal(key, shape, dtype)
+    else:  # eager: draw on the host (one XLA compile per shape would make eager init slow)
+      seed = np.asarray(jax.random.key_data(key)).ravel().tolist()
+      value = jnp.asarray((scale * np.random.default_rng(seed).standard_normal(shape)).astype(dtype))
   elif init == "zeros":
     value = jnp.zeros(shape, dtype)
   elif init == "ones":

@@ -3,8 +3,9 @@
 API
 ---
   cfg = preset("tiny")                        # or Qwen25VLConfig.from_hf_dict(json), see config.py
-  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0))
-  model, cfg = hf_io.load_hf_checkpoint(path) # a HF directory (config.json + safetensors)
+  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0), remat=False)
+  model, cfg = hf_io.load_hf_checkpoint(path) # a HF directory (config.json + safetensors); remat= too
+  model.set_remat(True)                       # toggle activation rematerialisation (training memory)
 
   out = model(input_ids,                      # [B, L] int32; images as runs of cfg.image_token_id
               attention_mask=None,            # [B, L] bool/int, 0 = padding (left or right); default all ones
@@ -83,15 +84,21 @@ def splice_image_features(embeds: jax.Array, input_ids: jax.Array, features: jax
 class Qwen25VLForConditionalGeneration(nnx.Module):
   """Vision tower + Qwen2 decoder + LM head (tied to the embedding when cfg.tie_word_embeddings)."""
 
-  def __init__(self, cfg: Qwen25VLConfig, *, rngs: nnx.Rngs):
+  def __init__(self, cfg: Qwen25VLConfig, *, rngs: nnx.Rngs, remat: bool = False):
+    """remat: rematerialise each vision block / decoder layer in the backward pass (training memory)."""
     self.cfg = cfg
     dtype, pdtype = dtype_of(cfg.dtype), dtype_of(cfg.param_dtype)
-    self.visual = VisionTower(cfg.vision, dtype, pdtype, rngs)
-    self.language_model = TextModel(cfg.text, dtype, pdtype, rngs)
+    self.visual = VisionTower(cfg.vision, dtype, pdtype, rngs, remat=remat)
+    self.language_model = TextModel(cfg.text, dtype, pdtype, rngs, remat=remat)
     self.lm_head = None if cfg.tie_word_embeddings else make_param(
         rngs, (cfg.text.hidden_size, cfg.text.vocab_size), ("embed", "vocab"), pdtype)
 
   # ---------------------------------------------------------------- helpers
+  def set_remat(self, remat: bool) -> None:
+    """Rematerialise vision blocks and decoder layers in the backward pass (trades compute for memory)."""
+    self.visual.remat = bool(remat)
+    self.language_model.remat = bool(remat)
+
   def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
     """Empty static KV cache: per layer k, v [batch, max_len, kv_heads, head_dim]."""
     return KVCache.init(self.cfg.text, batch, max_len, dtype_of(dtype or self.cfg.dtype))
@@ -140,6 +147,9 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
       if _is_concrete(image_grid_thw) and _is_concrete(input_ids) and _is_concrete(mask):
         position_ids, _ = get_rope_index(np.asarray(input_ids), np.asarray(image_grid_thw), np.asarray(mask),
                                          cfg)
+      elif image_features is not None:
+        raise ValueError("inputs with images need M-RoPE position_ids: pass position_ids from "
+                         "get_rope_index(input_ids, image_grid_thw, attention_mask, cfg) when calling under jit")
       else:
         steps = jnp.cumsum(mask.astype(jnp.int32), axis=1) - 1
         start = cache.next_position[:, None] if cache is not None else 0

@@ -113,9 +113,10 @@ class DecoderLayer(nnx.Module):
 class TextModel(nnx.Module):
   """Token embedding, decoder layers, final norm (the LM head lives in the top-level model)."""
 
-  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool = False):
     self.cfg = cfg
     self.dtype = dtype
+    self.remat = remat
     self.embed_tokens = make_param(rngs, (cfg.vocab_size, cfg.hidden_size), ("vocab", "embed"), param_dtype)
     self.layers = nnx.List([DecoderLayer(cfg, dtype, param_dtype, rngs) for _ in range(cfg.num_hidden_layers)])
     self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "embed", dtype=dtype, param_dtype=param_dtype)
@@ -147,7 +148,10 @@ class TextModel(nnx.Module):
     new_k, new_v = [], []
     for i, layer in enumerate(self.layers):
       kv = (cache.k[i], cache.v[i]) if cache is not None else None
-      x, upd = layer(x, cos, sin, mask, kv, index)
+      if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
+        x, upd = nnx.remat(lambda lyr, *a: lyr(*a))(layer, x, cos, sin, mask, kv, index)
+      else:
+        x, upd = layer(x, cos, sin, mask, kv, index)
       if cache is not None:
         new_k.append(upd[0])
         new_v.append(upd[1])

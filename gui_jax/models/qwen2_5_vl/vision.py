@@ -202,9 +202,10 @@ class PatchMerger(nnx.Module):
 class VisionTower(nnx.Module):
   """pixel_values [N, C*T*P*P] + VisionLayout -> image features [N / merge**2, out_hidden]."""
 
-  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool = False):
     self.cfg = cfg
     self.dtype = dtype
+    self.remat = remat
     self.patch_embed = Linear(cfg.patch_dim, cfg.hidden_size, ("vision_patch", "vision_embed"), bias=False,
                               dtype=dtype, param_dtype=param_dtype, rngs=rngs)
     self.blocks = nnx.List([VisionBlock(cfg, dtype, param_dtype, rngs) for _ in range(cfg.depth)])
@@ -235,6 +236,9 @@ class VisionTower(nnx.Module):
     cos, sin = to_window_order(cos), to_window_order(sin)
     full_blocks = set(self.cfg.fullatt_block_indexes)
     for i, block in enumerate(self.blocks):
-      x = block(x, cos, sin, layout, windowed=i not in full_blocks)
+      if self.remat:
+        x = nnx.remat(lambda blk, *a: blk(*a, windowed=i not in full_blocks))(block, x, cos, sin, layout)
+      else:
+        x = block(x, cos, sin, layout, windowed=i not in full_blocks)
     merged = self.merger(x)  # [N/U, out] in window order
     return merged[layout.reverse_index]
