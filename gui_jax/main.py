@@ -16,9 +16,7 @@ from ml_collections import config_flags
 JOBS: dict[str, str] = {
     "generate_episodes": "gui_jax.tasks.generate:run",
     "quickstart": "gui_jax.train.quickstart:run",
-    "sft": "gui_jax.train.sft:run",
-    "semi_online_rl": "gui_jax.train.semi_online:run",
-    "evaluate": "gui_jax.eval.evaluate:run",
+    "reasoning_sft": "gui_jax.train.reasoning_sft:run",
 }
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Path to an ml-collections config file.",
@@ -60,6 +58,9 @@ def run_job(config, workdir: str | None = None) -> None:
 
 def main(argv):
     del argv
+    if not flags.FLAGS["verbosity"].present:
+        # Library INFO logs (checkpoint managers, XLA backends) drown the progress bars.
+        logging.set_verbosity(logging.WARNING)
     config = _CONFIG.value
     if config is None:
         raise app.UsageError("--config is required, e.g. --config configs/quickstart.py")

@@ -32,10 +32,11 @@ class SFTSource:
     """Random access over (episode, step) → TrainSample with the expert response as target."""
 
     def __init__(self, agent, episodes: Sequence[Episode], pcfg: PromptConfig,
-                 thoughts: Optional[dict] = None):
+                 thoughts: Optional[dict] = None, only_thought_steps: bool = False):
         self.agent, self.episodes, self.pcfg = agent, list(episodes), pcfg
         self.thoughts = thoughts or {}  # (episode index, step) -> thought (reasoning SFT)
-        self.index = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep.actions))]
+        self.index = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep.actions))
+                      if not only_thought_steps or (e, t) in self.thoughts]
         if not self.index:
             raise ValueError("SFT needs at least one expert step; got no episodes/steps")
 
@@ -69,9 +70,9 @@ def sft_loss_fn(graphdef, rest):
 
 def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
               logger: Optional[MetricsLogger] = None, prefix: str = "sft",
-              thoughts: Optional[dict] = None) -> dict:
+              thoughts: Optional[dict] = None, only_thought_steps: bool = False) -> dict:
     """Trains agent.params in place on the expert steps of `episodes`. cfg: the `sft` config block."""
-    source = SFTSource(agent, episodes, pcfg, thoughts)
+    source = SFTSource(agent, episodes, pcfg, thoughts, only_thought_steps)
     pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
                              shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
     data_iter = iter(pipeline)

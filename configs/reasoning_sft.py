@@ -1,0 +1,28 @@
+"""MobileRL reasoning-SFT bootstrap on PhoneSim: sample thought+action on expert steps, keep the
+thoughts whose action matches the expert, fine-tune on them, repeat (MobileRL §2.1).
+
+    python -m gui_jax.main --config configs/reasoning_sft.py
+Starts from the quickstart's data and model settings; point `model.checkpoint` at an SFT'd model
+(a model that never writes thoughts keeps nothing).
+"""
+import importlib.util
+import os
+
+import ml_collections
+
+from gui_jax.train.config_blocks import sft_block
+
+
+def get_config():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quickstart.py")
+    spec = importlib.util.spec_from_file_location("quickstart_config", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.get_config()
+    c.job = "reasoning_sft"
+    c.reasoning = ml_collections.ConfigDict({
+        "rounds": 2, "samples_per_step": 4, "temperature": 1.0, "seed": 0, "sft": sft_block(),
+    })
+    c.reasoning.sft.num_steps = 50
+    c.model.max_new_tokens = 64
+    return c
