@@ -90,7 +90,7 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, 
   kv = k.shape[2]
   g = h // kv
   qg = q.reshape(b, lq, kv, g, d)
-  logits = jnp.einsum("bqkgd,bskd->bkgqs", qg, k).astype(jnp.float32) * scale
+  logits = jnp.einsum("bqkgd,bskd->bkgqs", qg, k, preferred_element_type=jnp.float32) * scale
   m = mask[:, None, None, :, :]
   logits = jnp.where(m, logits, jnp.finfo(jnp.float32).min)
   probs = jax.nn.softmax(logits, axis=-1)
