@@ -39,11 +39,12 @@ def get_config():
     c.prompt.history_turns = 0
     c.prompt.system_prompt = False
     c.prompt.max_ui_lines = 24
+    c.prompt.ui_text_class = False
 
     c.sft = sft_block()
-    c.sft.num_steps = 150
+    c.sft.num_steps = 120
     c.sft.batch_size = 16
-    c.sft.micro_batch_size = 16
+    c.sft.micro_batch_size = 8
     c.sft.learning_rate = 2e-3
     c.sft.checkpoint_every = 50
 
@@ -52,7 +53,7 @@ def get_config():
     c.rl.episodes_per_iteration = 8
     c.rl.num_rollouts = 4
     c.rl.learning_rate = 2e-4
-    c.rl.micro_batch_size = 32
+    c.rl.micro_batch_size = 16
     c.rl.kl_coef = 1e-4
     c.rl.checkpoint_every = 4
 

@@ -110,11 +110,18 @@ def build_batch(samples: Sequence[TrainSample], model_cfg, *, pad_id: int,
     return batch
 
 
-def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int) -> list[list[TrainSample]]:
-    """Consecutive chunks; a step is never split across micro-batches."""
+def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int,
+                        sort_by_length: bool = True) -> list[list[TrainSample]]:
+    """Chunks of `micro_batch_size`; a step is never split across micro-batches.
+
+    With sort_by_length, samples are grouped by length first so each micro-batch pads to a
+    smaller length bucket (the accumulated update is the same: losses are sums).
+    """
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
-    return [list(samples[i:i + micro_batch_size]) for i in range(0, len(samples), micro_batch_size)]
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i])) if sort_by_length else range(len(samples))
+    ordered = [samples[i] for i in order]
+    return [ordered[i:i + micro_batch_size] for i in range(0, len(ordered), micro_batch_size)]
 
 
 @jax.jit

@@ -27,6 +27,7 @@ class PromptConfig:
     history_turns: int = 2               # K: last K steps as full turns (SPEC §3)
     max_history_lines: int = 10          # older steps kept as one line each
     ui_text_bounds: bool = False         # add "[x1,y1][x2,y2]" to each UI line (SPEC §10)
+    ui_text_class: bool = True           # keep the widget class (e.g. "Button") in each UI line
     max_ui_lines: int = 40
     system_prompt: bool = True
 
@@ -61,7 +62,8 @@ def ui_text(obs: Observation, cfg: PromptConfig) -> str:
     lines = []
     for e in visible_elements(obs)[: cfg.max_ui_lines]:
         label = (e.text or e.content_desc).replace("\n", " ")[:60]
-        line = f"[{e.index}] {e.cls.rsplit('.', 1)[-1]};{_flags(e)};{label}"
+        cls = f"{e.cls.rsplit('.', 1)[-1]};" if cfg.ui_text_class else ""
+        line = f"[{e.index}] {cls}{_flags(e)};{label}"
         if cfg.ui_text_bounds:
             x1, y1, x2, y2 = e.bounds
             line += f";[{x1},{y1}][{x2},{y2}]"

@@ -27,6 +27,7 @@ def prompt_block() -> ml_collections.ConfigDict:
         "history_turns": 2,           # K (SPEC §3)
         "max_history_lines": 10,
         "ui_text_bounds": False,
+        "ui_text_class": True,
         "max_ui_lines": 40,
         "system_prompt": True,
     })

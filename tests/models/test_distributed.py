@@ -89,7 +89,7 @@ def _worker(coord: str, num_processes: int, process_id: int, devices: int) -> No
   S.shard_model(opt, mesh)
   sbatch = S.shard_batch(batch, mesh, logical_axes=BATCH_LOGICAL_AXES)
   for _ in range(2):
-    loss = train_step(model, opt, sbatch)
+    loss, _ = train_step(model, opt, sbatch)
     print("LOSS", repr(float(np.asarray(loss.addressable_data(0)))), flush=True)
   jax.distributed.shutdown()
 

@@ -61,13 +61,12 @@ def make_optimizer(model, lr: float = 1e-2, eps: float = 1e-3) -> nnx.Optimizer:
   return nnx.Optimizer(model, optax.adamw(lr, eps=eps, weight_decay=0.1), wrt=nnx.Param)
 
 
-@nnx.jit
-def loss_and_grads(model, batch):
-  return nnx.value_and_grad(loss_fn)(model, batch)
+
 
 
 @nnx.jit
 def train_step(model, opt, batch):
+  """One AdamW step; returns (loss, grads) of the weights before the update."""
   loss, grads = nnx.value_and_grad(loss_fn)(model, batch)
   opt.update(model, grads)
-  return loss
+  return loss, grads

@@ -241,6 +241,9 @@ def save_hf_checkpoint(model: Qwen25VLForConditionalGeneration, path: str, max_s
   shards.append(cur)
   names = ([SINGLE_FILE] if len(shards) == 1 else
            [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))])
+  for old in os.listdir(path):  # stale weights from an earlier save would be picked up on load
+    if old.endswith(".safetensors") and old not in names:
+      os.remove(os.path.join(path, old))
   weight_map = {}
   for fn, shard in zip(names, shards):
     tensors = {}

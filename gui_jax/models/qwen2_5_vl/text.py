@@ -7,6 +7,8 @@ KV cache (`KVCache`, a pytree; build with `KVCache.init` or `Qwen25VLForConditio
   next_position [B] int32       M-RoPE position the next text token gets (max position so far + 1)
 A call with L new tokens writes them to slots [index, index + L), lets token i attend to slots <= index + i that
 are valid, and returns the cache with index += L. Padding inside the new tokens is marked by attention_mask.
+The caller keeps index + L <= max_len (dynamic_update_slice would clamp the write, silently).
+For sharding, k / v map naturally to logical axes ('batch', None, 'kv_heads', None).
 """
 from __future__ import annotations
 
