@@ -27,11 +27,14 @@ import numpy as np
 
 CONFIGS = {
     # ~50M parameters: text hidden 512 x 12 layers, vocab 32k (tied); a 1-block vision tower (unused).
-    "50m": dict(vocab=32000, hidden=512, inter=1408, layers=12, heads=8, kv=2, mrope=(8, 12, 12), tie=True),
+    "50m": {"vocab": 32000, "hidden": 512, "inter": 1408, "layers": 12, "heads": 8, "kv": 2,
+            "mrope": (8, 12, 12), "tie": True},
     # A smaller smoke config for quick runs.
-    "10m": dict(vocab=8192, hidden=256, inter=704, layers=6, heads=4, kv=2, mrope=(8, 12, 12), tie=True),
-    # ~1.1B: Qwen2.5-1.5B-like text shapes for the MFU mode.
-    "1b": dict(vocab=151936, hidden=1536, inter=8960, layers=24, heads=12, kv=2, mrope=(16, 24, 24), tie=True),
+    "10m": {"vocab": 8192, "hidden": 256, "inter": 704, "layers": 6, "heads": 4, "kv": 2,
+            "mrope": (8, 12, 12), "tie": True},
+    # Qwen2.5-1.5B text shapes (~1.5B parameters, 1.36B in matmuls) for the MFU mode.
+    "1b": {"vocab": 151936, "hidden": 1536, "inter": 8960, "layers": 24, "heads": 12, "kv": 2,
+           "mrope": (16, 24, 24), "tie": True},
 }
 
 
@@ -54,7 +57,8 @@ def matmul_params(cfg) -> int:
   """Weights that take part in per-token matmuls: decoder layers + LM head (embedding lookup excluded)."""
   t = cfg.text
   hd = t.head_dim
-  attn = t.hidden_size * (t.num_attention_heads + 2 * t.num_key_value_heads) * hd + t.num_attention_heads * hd * t.hidden_size
+  attn = (t.hidden_size * (t.num_attention_heads + 2 * t.num_key_value_heads) * hd
+          + t.num_attention_heads * hd * t.hidden_size)
   mlp = 3 * t.hidden_size * t.intermediate_size
   return t.num_hidden_layers * (attn + mlp) + t.vocab_size * t.hidden_size
 
@@ -155,8 +159,8 @@ def torch_train_step_time(hf, batch_np: dict, steps: int, lr: float = 1e-4) -> d
 def torch_decode_time(hf, prompts: np.ndarray, new_tokens: int, repeats: int) -> dict:
   import torch
   ids = torch.from_numpy(prompts.astype(np.int64))
-  kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-            min_new_tokens=new_tokens, do_sample=False, pad_token_id=0, eos_token_id=None)
+  kw = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "max_new_tokens": new_tokens,
+            "min_new_tokens": new_tokens, "do_sample": False, "pad_token_id": 0, "eos_token_id": None}
 
   def run():
     with torch.no_grad():

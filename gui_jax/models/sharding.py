@@ -4,10 +4,10 @@ Every weight carries logical axis names in its `out_sharding` metadata (see qwen
 maps each logical name to mesh axes; changing the mesh shape or the table changes the parallelism, nothing else:
 
   mesh = make_mesh(data=1, fsdp=4, tensor=2)
-  shard_model(model, mesh)                       # weights (and any nnx.Optimizer state) placed on the mesh
+  shard_model(model, mesh); shard_model(opt, mesh)   # weights, then nnx.Optimizer state (moments follow weights)
   batch = shard_batch(batch, mesh)               # [B, L, ...] inputs split over ('data', 'fsdp')
-  with activation_sharding(mesh):                # optional: `constrain(x, ('batch', 'length', 'embed'))` inside
-    ...                                          #   jitted model code becomes a with_sharding_constraint
+  with activation_sharding(mesh):                # optional: `constrain(x, ('batch', 'length', 'act_embed'))`
+    ...                                          #   in jitted model code becomes a with_sharding_constraint
 
 A logical axis whose dimension does not divide evenly over its mesh axes is replicated instead (tiny configs,
 GQA kv heads fewer than the tensor axis), and one mesh axis shards at most one dimension of an array.

@@ -104,3 +104,89 @@ class IterationCheckpoints:
 
     def close(self):
         self.ckpt.close()
+
+
+class _Indices:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return int(i)
+
+
+class RLRun:
+    """The resumable skeleton of an RL trainer: optimizer + reference + checkpoints + the episode
+    iterator (Grain, checkpointed) + per-iteration logging. Trainers supply the rollouts."""
+
+    def __init__(self, agent, n_episodes: int, cfg, *, workdir: str, ref_params=None, prefix: str,
+                 logger=None):
+        from absl import logging
+        from tqdm.auto import tqdm
+
+        from gui_jax.data.pipeline import list_batch, make_pipeline
+        if n_episodes < 1:
+            raise ValueError("RL needs at least one training episode")
+        self.agent, self.cfg, self.prefix, self.logger = agent, cfg, prefix, logger
+        self.updater = make_rl_updater(agent, cfg)
+        self.ref = RefLogprobs(agent, reference_params(agent, workdir, ref_params)) if cfg.kl_coef > 0 else None
+        self.ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
+        self.state, extra = self.ck.start(agent, self.updater, cfg.seed)
+        self.data = iter(make_pipeline(_Indices(n_episodes), seed=cfg.seed,
+                                       batch_size=min(cfg.episodes_per_iteration, n_episodes), shard_index=0,
+                                       shard_count=1, batch_fn=list_batch, num_threads=0))
+        self.iteration = int(extra.get("iteration", 0))
+        if extra:
+            self.data.set_state(extra["data"])
+            agent.set_params(self.state.params)
+            logging.info("%s: resumed at iteration %d", prefix, self.iteration)
+        self.done_this_run = 0
+        self.pbar = tqdm(total=cfg.iterations, initial=self.iteration, desc=prefix, dynamic_ncols=True,
+                         leave=False)
+
+    @property
+    def running(self) -> bool:
+        stop = self.cfg.get("stop_after_steps")
+        if stop is not None and self.done_this_run >= stop and self.iteration < self.cfg.iterations:
+            from gui_jax.train.fit import StopRequested
+            self.ck.maybe_save(self.state, self.iteration, {"data": self.data.get_state()}, last=True)
+            self.close()
+            raise StopRequested(f"{self.prefix}: stopped after {self.done_this_run} iterations as configured")
+        return self.iteration < self.cfg.iterations
+
+    def next_episodes(self) -> list[int]:
+        return next(self.data)
+
+    def update(self, samples: Sequence[TrainSample]) -> dict:
+        """`num_mini_batches` optimizer steps over `samples` (verl's ppo mini-batches; later ones are
+        off-policy by then, which the PPO ratio accounts for); syncs the sampler's weights."""
+        if not samples:
+            return {}
+        n_mb = max(1, min(self.cfg.get("num_mini_batches", 1), len(samples)))
+        size = -(-len(samples) // n_mb)
+        metrics = {}
+        for k in range(0, len(samples), size):
+            self.state, metrics = self.updater.step(
+                self.state, micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref))
+        self.agent.set_params(self.state.params)
+        return metrics
+
+    def end_iteration(self, metrics: dict) -> None:
+        self.iteration += 1
+        self.done_this_run += 1
+        metrics["optimizer_step"] = self.state.step
+        if self.logger is not None:
+            self.logger.write(self.iteration, metrics, prefix=self.prefix)
+        self.pbar.update(1)
+        if "reward_mean" in metrics:
+            self.pbar.set_postfix(reward=f"{metrics['reward_mean']:.3f}")
+        self.ck.maybe_save(self.state, self.iteration, {"data": self.data.get_state()},
+                           last=self.iteration >= self.cfg.iterations)
+
+    def close(self) -> dict:
+        self.pbar.close()
+        self.ck.close()
+        self.agent.set_params(self.state.params)
+        return {"iterations": self.iteration, "optimizer_steps": self.state.step}

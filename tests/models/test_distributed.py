@@ -50,9 +50,7 @@ def test_two_processes_agree_on_sharded_step(devices_per_process):
   l0, l1 = _losses(outs[0]), _losses(outs[1])
   assert len(l0) == 2 and l0 == l1, (outs[0][-2000:], outs[1][-2000:])
   assert l0[1] < l0[0]  # the update step changed the weights (same step on both processes)
-  # Matches the single-process reference computed inside each worker on its local copy.
-  ref = [float(line.split()[1]) for line in outs[0].splitlines() if line.startswith("REF ")]
-  assert abs(ref[0] - l0[0]) <= 1e-5 * max(1.0, abs(ref[0]))
+  # (Sharded == single-device numerics is checked in test_sharding.py; here: the processes agree.)
 
 
 # ------------------------------------------------------------------------------------------------ worker
@@ -67,7 +65,6 @@ def _worker(coord: str, num_processes: int, process_id: int, devices: int) -> No
   from support.tiny_train import (
     BATCH_LOGICAL_AXES,
     build_tiny_model,
-    loss_fn,
     make_batch,
     make_optimizer,
     train_step,
@@ -76,10 +73,6 @@ def _worker(coord: str, num_processes: int, process_id: int, devices: int) -> No
   jax.config.update("jax_default_matmul_precision", "highest")
   assert jax.process_count() == num_processes and jax.device_count() == num_processes * devices
   batch = make_batch(batch=4, length=12, seed=0)
-
-  # Reference: unsharded loss on this process's first device (weights identical on both: same seed).
-  with jax.default_device(jax.local_devices()[0]):
-    print("REF", repr(float(loss_fn(build_tiny_model(seed=0), batch))), flush=True)
 
   # fsdp spans the processes, tensor within each process.
   mesh = S.make_mesh(data=1, fsdp=-1, tensor=devices)

@@ -19,7 +19,7 @@ jax.config.update("jax_default_matmul_precision", "highest")
 PATCH_DIM = 3 * 2 * 4 * 4
 NEW = 32
 # One bucket per axis everywhere: every sampler in this file shares one compiled prefill / decode per input kind.
-BUCKETS = dict(prompt_buckets=(32,), new_token_buckets=(32,), batch_buckets=(4,))
+BUCKETS = {"prompt_buckets": (32,), "new_token_buckets": (32,), "batch_buckets": (4,)}
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +40,8 @@ def sampler(models):
 
 def _hf_generate(hf, inputs):
   t = {k: torch.from_numpy(v) for k, v in inputs.items()}
-  kw = dict(input_ids=t["input_ids"], attention_mask=t["attention_mask"], max_new_tokens=NEW, do_sample=False,
-            pad_token_id=0, eos_token_id=None, suppress_tokens=[IMAGE_ID, VIDEO_ID])  # our default bans
+  kw = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"], "max_new_tokens": NEW, "do_sample": False,
+            "pad_token_id": 0, "eos_token_id": None, "suppress_tokens": [IMAGE_ID, VIDEO_ID]}  # our default bans
   if "pixel_values" in t:
     kw.update(pixel_values=t["pixel_values"], image_grid_thw=t["image_grid_thw"],
               mm_token_type_ids=(t["input_ids"] == IMAGE_ID).long())

@@ -41,7 +41,7 @@ def make_batch(batch: int = 4, length: int = 12, seed: int = 0) -> dict:
   pos, _ = get_rope_index(ids, GRID, mask, cfg)
   pixel_values = rng.standard_normal((int(GRID.prod()), cfg.vision.patch_dim)).astype(np.float32)
   layout = vision_layout(GRID, cfg.vision)
-  return dict(input_ids=ids, attention_mask=mask, position_ids=pos, pixel_values=pixel_values, layout=layout)
+  return {"input_ids": ids, "attention_mask": mask, "position_ids": pos, "pixel_values": pixel_values, "layout": layout}
 
 
 def loss_fn(model, batch) -> jax.Array:
