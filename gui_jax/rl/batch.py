@@ -22,6 +22,7 @@ from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.qwen2_5_vl.vision import vision_layout as build_vision_layout
 
 DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192)
+RESPONSE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
 @dataclasses.dataclass
@@ -97,9 +98,18 @@ def build_batch(samples: Sequence[TrainSample], model_cfg, *, pad_id: int,
             grids.append(np.asarray(s.image_grid_thw).reshape(-1, 3))
     for i in range(len(samples), n_rows):
         attn[i, 0] = True  # filler row: one pad token so every row has a valid position
+    # Response token positions per row: the LM head only runs where a loss is taken.
+    resp_len = bucket(max(s.response_ids.size for s in samples), RESPONSE_BUCKETS, "response length")
+    target_pos = np.zeros((n_rows, resp_len), np.int32)
+    target_valid = np.zeros((n_rows, resp_len), bool)
+    for i, s in enumerate(samples):
+        p, r = s.prompt_ids.size, s.response_ids.size
+        target_pos[i, :r] = np.arange(p, p + r)
+        target_valid[i, :r] = True
     grid = np.concatenate(grids) if grids else None
     pos, _ = get_rope_index(ids, grid, attn, model_cfg)
     batch = {"input_ids": ids, "attention_mask": attn, "loss_mask": loss_mask, "step_ids": step_ids,
+             "target_positions": target_pos, "target_valid": target_valid,
              "advantages": adv, "old_logp": old, "ref_logp": ref, "position_ids": pos.astype(np.int32)}
     if pixels:
         pv = np.concatenate(pixels)
@@ -134,8 +144,22 @@ def token_logprobs(logits: jax.Array, input_ids: jax.Array) -> jax.Array:
 
 
 def model_forward_logprobs(model, batch: dict) -> tuple[jax.Array, jax.Array]:
-    """(token logprobs [B, L], logits [B, L, V]) of `model` on a batch from `build_batch`."""
+    """(token logprobs [B, L], target logits [B, R, V]) on a batch from `build_batch`.
+
+    Only the R target (response) positions go through the LM head: logits at position k − 1
+    score token k. logp is scattered back to [B, L] (0 elsewhere); target logits row r scores
+    the token at target_positions[:, r].
+    """
     out = model(batch["input_ids"], attention_mask=batch["attention_mask"],
                 pixel_values=batch.get("pixel_values"), position_ids=batch["position_ids"],
-                vision_layout=batch.get("vision_layout"))
-    return token_logprobs(out.logits, batch["input_ids"]), out.logits
+                vision_layout=batch.get("vision_layout"), compute_logits=False)
+    pos = jnp.asarray(batch["target_positions"])
+    valid = jnp.asarray(batch["target_valid"])
+    hidden = jnp.take_along_axis(out.last_hidden_state, jnp.maximum(pos - 1, 0)[..., None], axis=1)
+    logits = model.logits_from_hidden(hidden)                              # [B, R, V]
+    ids = jnp.take_along_axis(jnp.asarray(batch["input_ids"]), pos, axis=1)
+    lp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    picked = jnp.where(valid, jnp.take_along_axis(lp, ids[..., None], axis=-1)[..., 0], 0.0)
+    rows = jnp.arange(pos.shape[0])[:, None]
+    logp = jnp.zeros(batch["input_ids"].shape, jnp.float32).at[rows, jnp.where(valid, pos, 0)].add(picked)
+    return logp, logits

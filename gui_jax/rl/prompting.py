@@ -30,6 +30,8 @@ class PromptConfig:
     ui_text_class: bool = True           # keep the widget class (e.g. "Button") in each UI line
     max_ui_lines: int = 40
     system_prompt: bool = True
+    goal_last: bool = False              # repeat the goal after the current observation (short
+                                         # attention distance: helps small models)
 
     def __post_init__(self):
         if self.observation not in OBSERVATION_MODES:
@@ -121,6 +123,8 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
         messages.append({"role": "assistant", "content": response})
         first = False
     content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(current, cfg, images)
+    if cfg.goal_last:
+        content.append({"type": "text", "text": f"\nGoal: {goal}"})
     messages.append({"role": "user", "content": content})
     return messages, images
 

@@ -30,6 +30,7 @@ def prompt_block() -> ml_collections.ConfigDict:
         "ui_text_class": True,
         "max_ui_lines": 40,
         "system_prompt": True,
+        "goal_last": False,
     })
 
 

@@ -61,8 +61,9 @@ def sft_loss_fn(graphdef, rest):
         model = nnx.merge(graphdef, params, rest)
         logp, logits = model_forward_logprobs(model, batch)
         m = batch["loss_mask"]
-        pred = jnp.argmax(logits[:, :-1], axis=-1)
-        correct = (pred == batch["input_ids"][:, 1:]).astype(jnp.float32) * m[:, 1:]
+        targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
+        correct = (jnp.argmax(logits, axis=-1) == targets) & batch["target_valid"]
+        correct = correct.astype(jnp.float32)
         n = m.sum()
         return -(logp * m).sum(), n, {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
     return loss
