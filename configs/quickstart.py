@@ -33,6 +33,7 @@ def get_config():
 
     c.model = model_block("tiny")
     c.model.max_new_tokens = 24
+    c.model.sample_batch_size = 64
 
     # The tiny model reads the simplified UI tree and acts by element index (MobileRL XML
     # observation, UI-Genie Set-of-Mark indices); paper recipes use screenshots + coordinates.
@@ -51,10 +52,10 @@ def get_config():
     c.sft.micro_batch_size = 8
     c.sft.learning_rate = 2e-3
     c.sft.warmup_steps = 20
-    c.sft.checkpoint_every = 50
+    c.sft.checkpoint_every = 100
 
     c.rl = rl_block()
-    c.rl.iterations = 12
+    c.rl.iterations = 10
     c.rl.episodes_per_iteration = 8
     c.rl.num_rollouts = 4
     c.rl.learning_rate = 3e-4
