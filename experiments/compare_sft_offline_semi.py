@@ -3,20 +3,19 @@
 Runs the quickstart pipeline with the offline-RL baseline switched on: both RL methods start
 from the same SFT weights, use the same rollout budget (N samples per step / per episode) and
 iterations, and are evaluated on the same held-out split (SOP, step metrics, online success).
+Finished stages in the workdir are reused (e.g. point it at a finished quickstart run).
 
     python experiments/compare_sft_offline_semi.py [--workdir runs/compare] [--config.rl.iterations=20 ...]
 """
 import os
+import subprocess
 import sys
-
-from absl import app, flags
-
-from gui_jax import main as gmain
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
-    config_path = os.path.join(here, "..", "configs", "quickstart.py")
-    argv = [sys.argv[0], f"--config={config_path}", "--config.offline_rl_baseline=True"]
-    if not any(a.startswith("--workdir") for a in sys.argv[1:]):
-        argv.append("--workdir=runs/compare_sft_offline_semi")
-    app.run(gmain.main, argv=argv + sys.argv[1:])
+    args = sys.argv[1:]
+    if not any(a.startswith("--workdir") for a in args):
+        args.append("--workdir=runs/compare_sft_offline_semi")
+    cmd = [sys.executable, "-m", "gui_jax.main", "--config", os.path.join(here, "..", "configs", "quickstart.py"),
+           "--config.offline_rl_baseline=True", *args]
+    sys.exit(subprocess.call(cmd))
