@@ -17,6 +17,7 @@ JOBS: dict[str, str] = {
     "generate_episodes": "gui_jax.tasks.generate:run",
     "quickstart": "gui_jax.train.quickstart:run",
     "reasoning_sft": "gui_jax.train.reasoning_sft:run",
+    "evaluate": "gui_jax.eval.evaluate:run",
 }
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Path to an ml-collections config file.",
