@@ -1,4 +1,4 @@
-"""Quickstart: the tiny agent on PhoneSim, end to end (≈10 min on 2 CPU cores).
+"""Quickstart: the tiny agent on PhoneSim, end to end (≈12 min on 2 CPU cores).
 
 expert episodes (instance split, easy tasks) → SFT → UI-S1 semi-online RL, with SOP, step metrics
 and online success on the held-out split before and after each stage.

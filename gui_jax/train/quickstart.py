@@ -121,7 +121,7 @@ def run(config, workdir: str) -> None:
         train_offline_rl(agent, train_eps, pcfg, config.rl, workdir=os.path.join(workdir, "offline_rl"),
                          logger=logger, ref_params=sft_params)
         stage_eval("offline_rl", config.sft.num_steps + config.rl.iterations)
-        agent.set_params(jax_copy(sft_params))
+        agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
     train_semi_online(agent, train_eps, pcfg, config.rl, workdir=os.path.join(workdir, "rl"), logger=logger,
                       ref_params=sft_params)
     stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
@@ -136,8 +136,3 @@ def run(config, workdir: str) -> None:
     print("\n" + table + footer)
     logging.info("results in %s", workdir)
 
-
-def jax_copy(params):
-    import jax
-    import jax.numpy as jnp
-    return jax.tree.map(jnp.copy, params)
