@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 from gui_jax.core.dialect_formats import (ActionParseError, _Bad, dump_json, fmt_num,
                                           format_call, load_json_object, num_str, parse_call,
-                                          quote, read_int, read_num, read_point, read_str,
+                                          read_int, read_num, read_point, read_str,
                                           split_thought, tag_body)
 from gui_jax.core.types import (ACTION_TYPES, DIRECTIONS, STATUSES, SYSTEM_BUTTONS, Action,
                                 ActionError)

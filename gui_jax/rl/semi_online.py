@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional, Sequence
 
-import numpy as np
 
 from gui_jax.core.dialects import scale_action_to_screen
 from gui_jax.core.dialects import ActionParseError, parse_response

@@ -1,5 +1,4 @@
 """Patch Module semantics (SPEC §3) with scripted policies."""
-import re
 
 import pytest
 

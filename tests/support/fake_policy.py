@@ -34,14 +34,12 @@ class ScriptedPolicy:
         self.calls = []
 
     def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
-        t = len(self.calls)
         self.calls.append(prompts)
         out = []
         for messages, images in prompts:
             goal_text = next(c["text"] for m in messages if m["role"] == "user"
                              for c in m["content"] if c.get("type") == "text")
             goal = goal_text.split("\n")[0].removeprefix("Goal: ")
-            n_assist = sum(m["role"] == "assistant" for m in messages)
             text = self.script(goal, messages, goal_text)
             out.append(Generation(text=text, prompt_ids=np.zeros(3, np.int32),
                                   response_ids=np.zeros(2, np.int32), logprobs=np.zeros(2, np.float32)))

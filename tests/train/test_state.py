@@ -6,7 +6,7 @@ from flax import nnx
 
 from gui_jax.train.checkpoint import Checkpointer
 from gui_jax.train.logger import MetricsLogger
-from gui_jax.train.state import TrainState, Updater, init_train_state, make_optimizer, split_model
+from gui_jax.train.state import Updater, init_train_state, make_optimizer, split_model
 
 
 class MLP(nnx.Module):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
-from gui_jax.rl.prompting import PromptConfig, build_messages
+from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
 from gui_jax.train.agent import Agent
 from gui_jax.train.config_blocks import model_block, rl_block, sft_block
