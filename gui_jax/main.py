@@ -12,13 +12,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-# Job name → "module:function". Later subsystems add their entry points here.
-JOBS: dict[str, str] = {
-    "generate_episodes": "gui_jax.tasks.generate:run",
-    "quickstart": "gui_jax.train.quickstart:run",
-    "reasoning_sft": "gui_jax.train.reasoning_sft:run",
-    "evaluate": "gui_jax.eval.evaluate:run",
-}
+from gui_jax.jobs import JOBS
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Path to an ml-collections config file.",
                                           lock_config=True)
@@ -37,12 +31,13 @@ def resolve_job(name: str):
     """Returns the job function for `name`, with a clear error for unknown or unbuilt jobs."""
     if name not in JOBS:
         raise UnknownJobError(f"unknown job {name!r}; known jobs: {', '.join(sorted(JOBS))}")
-    module_name, fn_name = JOBS[name].split(":")
+    target = JOBS[name].target if hasattr(JOBS[name], "target") else JOBS[name]
+    module_name, fn_name = target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name and module_name.startswith(e.name):
-            raise JobNotBuiltError(f"job {name!r} is registered ({JOBS[name]}) but not built yet") from None
+            raise JobNotBuiltError(f"job {name!r} is registered ({target}) but not built yet") from None
         raise
     return getattr(module, fn_name)
 

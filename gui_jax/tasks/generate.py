@@ -1,6 +1,6 @@
-"""Expert-episode generation job: oracle trajectories on PhoneSim in the core `Episode` format.
+"""Expert-episode generation: oracle trajectories on PhoneSim in the core `Episode` format.
 
-    python -m gui_jax.main --config configs/generate_episodes.py [--config.split=template ...]
+The job that writes them to disk is gui_jax/jobs/generate_episodes.py.
 
 Actions and target bboxes are in logical screen pixels (Observation.screen_size = 1080x2400);
 screenshots are rendered at `config.resolution`. Each episode folder also records the task
@@ -9,15 +9,10 @@ metadata in `Episode.info`; the job writes `manifest.json` (split report + task 
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Iterable, Iterator
 
-from gui_jax.core.serialize import save_episode
 from gui_jax.core.types import Episode
 from gui_jax.envs.sim import PhoneSim, Task
-from gui_jax.tasks.splits import make_split
 
 
 def generate_episode(task: Task, sim: PhoneSim, final_observation: bool = True) -> Episode:
@@ -68,29 +63,3 @@ def generate_episodes(tasks: Iterable[Task], resolution=(540, 1200), progress: b
         it = tqdm(tasks, desc="expert episodes", unit="ep")
     for t in it:
         yield generate_episode(t, sim)
-
-
-def run(config, workdir: str) -> None:
-    """Job entry point (config fields: see configs/generate_episodes.py)."""
-    split = make_split(
-        config.split, train_seeds=tuple(config.train_seeds), test_seeds=tuple(config.test_seeds), seed=int(config.seed)
-    )
-    print(split.report())
-    tasks = split.train if config.side == "train" else split.test
-    if config.side not in ("train", "test"):
-        raise ValueError(f"config.side must be 'train' or 'test', got {config.side!r}")
-    if int(config.num_episodes) > 0:
-        tasks = tasks[: int(config.num_episodes)]
-    out = Path(config.out_dir or os.path.join(workdir, "episodes", f"{config.split}_{config.side}"))
-    out.mkdir(parents=True, exist_ok=True)
-    for i, ep in enumerate(generate_episodes(tasks, tuple(config.resolution), progress=bool(config.progress))):
-        save_episode(ep, out / f"{i:06d}")
-    manifest = {
-        "split": config.split,
-        "side": config.side,
-        "balance": split.balance(),
-        "resolution": list(config.resolution),
-        "tasks": [t.to_dict() for t in tasks],
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    print(f"wrote {len(tasks)} episodes to {out}")

@@ -2,7 +2,7 @@
 expert step (expert history), keep the thoughts whose action matches the expert's, fine-tune on
 (kept thought, expert action), and repeat for a number of rounds.
 
-Job: `python -m gui_jax.main --config configs/reasoning_sft.py` (config.job = "reasoning_sft").
+The job is gui_jax/jobs/reasoning_sft.py.
 """
 from __future__ import annotations
 
@@ -62,17 +62,3 @@ def reasoning_bootstrap(agent, episodes: Sequence[Episode], pcfg: PromptConfig, 
     with open(os.path.join(workdir, "reasoning_sft.json"), "w") as f:
         json.dump(history, f, indent=1)
     return history
-
-
-def run(config, workdir: str) -> None:
-    from gui_jax.train.agent import Agent
-    from gui_jax.train.quickstart import prepare
-    _, _, train_eps, _ = prepare(config, workdir)
-    agent = Agent(config, seed=config.seed)
-    pcfg = PromptConfig(**config.prompt.to_dict())
-    logger = MetricsLogger(workdir)
-    hist = reasoning_bootstrap(agent, train_eps, pcfg, config.reasoning, workdir=workdir, logger=logger)
-    logger.plot()
-    logger.close()
-    for h in hist:
-        print(f"round {h['round']}: kept {h['kept_steps']}/{h['total_steps']} steps with verified thoughts")

@@ -96,7 +96,7 @@ def test_generate_episodes_job(tmp_path):
     import importlib.util
     import pathlib
 
-    from gui_jax.tasks.generate import run
+    from gui_jax.jobs.generate_episodes import run
 
     spec = importlib.util.spec_from_file_location(
         "gen_cfg", pathlib.Path(__file__).resolve().parents[2] / "configs" / "generate_episodes.py"

@@ -16,12 +16,14 @@ import random
 import time
 from dataclasses import dataclass
 
+from gui_jax.envs.base import EnvFailure
 
-class EnvCrashError(RuntimeError):
+
+class EnvCrashError(EnvFailure):
     """The (simulated) environment process crashed; reset() to restart it."""
 
 
-class EnvHangError(TimeoutError):
+class EnvHangError(EnvFailure, TimeoutError):
     """The (simulated) environment stopped responding."""
 
 

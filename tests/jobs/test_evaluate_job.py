@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gui_jax.eval.evaluate import load_stage_params
+from gui_jax.jobs.evaluate import load_stage_params
 from gui_jax.train.checkpoint import Checkpointer
 from gui_jax.train.state import init_train_state, make_optimizer
 

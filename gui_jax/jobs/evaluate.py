@@ -24,8 +24,9 @@ def load_stage_params(agent, checkpoint_dir: str):
 
 def run(config, workdir: str) -> None:
     from gui_jax.rl.prompting import PromptConfig
-    from gui_jax.train.agent import Agent
-    from gui_jax.train.quickstart import evaluate_agent, format_table, prepare
+    from gui_jax.eval.suite import evaluate_agent, format_table
+    from gui_jax.jobs.common import prepare
+    from gui_jax.rl.agent import Agent
     _, test_tasks, _, test_eps = prepare(config, workdir)
     agent = Agent(config, seed=config.seed)
     if config.eval.get("checkpoint_dir"):

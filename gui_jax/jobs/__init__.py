@@ -1,0 +1,25 @@
+"""The jobs: one small file each, composing tasks/, data/, train/ and eval/ (the only place that does).
+
+`JOBS` maps a job name (a config's `job` field) to "module:function" and a one-line description;
+`python -m gui_jax.main --help` lists them. A job function has the signature `run(config, workdir)`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class JobEntry(NamedTuple):
+    target: str        # "module:function", imported only when the job runs
+    description: str   # one line for --help
+
+
+JOBS: dict[str, JobEntry] = {
+    "quickstart": JobEntry("gui_jax.jobs.quickstart:run",
+                           "tiny agent on PhoneSim: expert episodes → SFT → semi-online RL → results table"),
+    "evaluate": JobEntry("gui_jax.jobs.evaluate:run",
+                         "SOP, step metrics and online success of a trained checkpoint on a held-out split"),
+    "generate_episodes": JobEntry("gui_jax.jobs.generate_episodes:run",
+                                  "oracle expert episodes for one side of a CMDP split"),
+    "reasoning_sft": JobEntry("gui_jax.jobs.reasoning_sft:run",
+                              "MobileRL reasoning-SFT bootstrap (verified sampled thoughts → SFT)"),
+}
