@@ -1,0 +1,16 @@
+"""A 2 × 2 × 2-seed demonstration sweep on a shortened quickstart (minutes, not hours).
+
+    python -m gui_jax.sweep --config configs/quickstart.py --sweep configs/sweeps/quick_demo.py
+"""
+
+
+def get_sweep():
+    return {
+        "name": "quick_demo",
+        "grid": {"rl.gamma": [0.0, 0.5], "rl.omega": [0.0, 1.0]},
+        "seeds": [0, 1],
+        "seed_fields": ["seed", "sft.seed", "rl.seed"],
+        "overrides": {"sft.num_steps": 20, "rl.iterations": 2, "data.num_train_episodes": 24,
+                      "data.num_test_episodes": 12},
+        "metrics": ["online_SR", "SOP_Score"],
+    }
