@@ -22,4 +22,6 @@ JOBS: dict[str, JobEntry] = {
                                   "oracle expert episodes for one side of a CMDP split"),
     "reasoning_sft": JobEntry("gui_jax.jobs.reasoning_sft:run",
                               "MobileRL reasoning-SFT bootstrap (verified sampled thoughts → SFT)"),
+    "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
+                           "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
 }
