@@ -22,6 +22,8 @@ JOBS: dict[str, JobEntry] = {
                                   "oracle expert episodes for one side of a CMDP split"),
     "reasoning_sft": JobEntry("gui_jax.jobs.reasoning_sft:run",
                               "MobileRL reasoning-SFT bootstrap (verified sampled thoughts → SFT)"),
+    "export": JobEntry("gui_jax.jobs.export:run",
+                       "write a trained agent as a Hugging Face Qwen2.5-VL directory (weights, tokenizer, processor)"),
     "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
                            "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
 }
