@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import NamedTuple
 
 
@@ -27,3 +29,23 @@ JOBS: dict[str, JobEntry] = {
     "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
                            "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
 }
+
+
+def load_config(path: str, **overrides):
+    """The ConfigDict of a recipe file (`get_config()`), for notebooks and scripts; `overrides` are
+    dotted fields, e.g. load_config("configs/quickstart.py", **{"sft.num_steps": 10})."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"config file not found: {path}")
+    spec = importlib.util.spec_from_file_location(f"_config_{abs(hash(os.path.abspath(path)))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    config = mod.get_config()
+    for key, value in overrides.items():
+        node = config
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node[p]
+        if leaf not in node:
+            raise KeyError(f"{path}: no field {key!r}")
+        node[leaf] = value
+    return config

@@ -1,0 +1,114 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # gui_jax quickstart: a tiny GUI agent on PhoneSim
+#
+# Train the embedded tiny Qwen2.5-VL-architecture agent on PhoneSim (the built-in phone simulator):
+# expert episodes → SFT → UI-S1 semi-online RL, then look at the learning curves and watch the agent
+# work through an episode. Runs on a CPU runtime; on Colab a TPU runtime (Runtime → Change runtime
+# type → TPU) is only needed for paper-scale models.
+
+# %%
+# Install gui_jax from its repository when it is not installed yet (Colab), and find the configs/.
+import importlib.util
+import os
+import subprocess
+import sys
+
+REPO_URL = os.environ.get("GUI_JAX_REPO", "https://github.com/gui-jax/gui_jax.git")
+if importlib.util.find_spec("gui_jax") is None:
+    subprocess.check_call(["git", "clone", "-q", REPO_URL, "gui_jax_repo"])
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", "gui_jax_repo"])
+    sys.path.insert(0, os.path.abspath("gui_jax_repo"))
+import gui_jax  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(gui_jax.__file__)))
+SMALL = os.environ.get("GUI_JAX_SMALL") == "1"  # the test suite runs every notebook at small size
+print("gui_jax", gui_jax.__version__, "from", ROOT, "(small settings)" if SMALL else "")
+
+# %% [markdown]
+# ## PhoneSim's apps
+# Twelve apps with real state (settings, alarms, contacts, messages, ...), rendered like a phone.
+
+# %%
+from IPython.display import Image, Markdown, display  # noqa: E402
+
+from gui_jax.envs.sim.gallery import gallery  # noqa: E402
+
+display(gallery(width=135, cols=6))
+
+# %% [markdown]
+# ## Train the tiny agent
+# The quickstart recipe (`configs/quickstart.py`); every field can be changed here as on the command line.
+
+# %%
+from gui_jax.jobs import load_config  # noqa: E402
+from gui_jax.main import run_job  # noqa: E402
+
+config = load_config(os.path.join(ROOT, "configs", "quickstart.py"))
+if SMALL:
+    config.data.num_train_episodes, config.data.num_test_episodes = 24, 8
+    config.sft.num_steps, config.sft.checkpoint_every = 30, 30
+    config.rl.iterations, config.rl.checkpoint_every = 2, 2
+    config.eval.max_steps = 4
+WORKDIR = "runs/notebook_quickstart"
+run_job(config, WORKDIR)
+
+# %% [markdown]
+# ## Results and learning curves
+
+# %%
+display(Markdown(open(os.path.join(WORKDIR, "results.md")).read()))
+display(Image(filename=os.path.join(WORKDIR, "training_curves.png")))
+
+# %% [markdown]
+# ## Watch the trained agent work through a held-out task
+
+# %%
+import numpy as np  # noqa: E402
+from PIL import Image as PILImage  # noqa: E402
+
+from gui_jax.core.dialects import ActionParseError, parse_response  # noqa: E402
+from gui_jax.envs.sim import PhoneSim  # noqa: E402
+from gui_jax.jobs.common import prepare  # noqa: E402
+from gui_jax.jobs.evaluate import load_stage_params  # noqa: E402
+from gui_jax.rl.agent import Agent  # noqa: E402
+from gui_jax.rl.prompting import PromptConfig, build_messages  # noqa: E402
+
+
+def episode_strip(agent, task, pcfg, resolution, max_steps):
+    """Runs one greedy episode and returns (screens side by side, the responses, success)."""
+    sim = PhoneSim(render=True, resolution=tuple(resolution), max_steps=max_steps, tree=True)
+    obs, history, frames, texts, info = sim.reset(task), [], [], [], {}
+    for t in range(max_steps):
+        frames.append(np.asarray(obs.screenshot))
+        text = agent.policy.generate([build_messages(task.goal, history, obs, pcfg)], temperature=0.0, seed=t)[0].text
+        texts.append(text)
+        history.append((obs, text))
+        try:
+            obs, done, info = sim.step(parse_response(text, pcfg.dialect)[1])
+        except ActionParseError:
+            done = t + 1 >= max_steps
+        if done:
+            frames.append(np.asarray(obs.screenshot))
+            break
+    return PILImage.fromarray(np.concatenate(frames, axis=1)), texts, bool(info.get("success", False))
+
+
+agent = Agent(config, seed=config.seed)
+agent.set_params(load_stage_params(agent, os.path.join(WORKDIR, "rl", "checkpoints")))
+_, test_tasks, _, _ = prepare(config, WORKDIR)
+pcfg = PromptConfig(**config.prompt.to_dict())
+strip, texts, success = episode_strip(agent, test_tasks[0], pcfg, config.data.resolution, config.eval.max_steps)
+print(f"goal: {test_tasks[0].goal}\nsuccess: {success}")
+for i, t in enumerate(texts):
+    print(f"step {i}: {t}")
+display(strip)
