@@ -6,6 +6,11 @@ Workload: round-robin over every template (seed = round index); each episode res
 oracle's actions and then a few random clicks. Rates are given per wall-clock second and per
 process-CPU second (the latter is robust to other processes sharing the cores).
 Targets: >= 2000 steps/s without rendering, >= 50 rendered observations/s at 540x1200.
+
+MiniWob++ column (same run, `--no-miniwob` to skip): steps/s of the MiniWob++ backend in headless
+Chromium (each step returns a screenshot and the DOM elements), replaying the scripted experts and random
+clicks on their pages; resets (page loads) are not timed, as for PhoneSim. The JSON gives PhoneSim/MiniWob
+ratios for PhoneSim without rendering and with screenshot + UI tree (the like-for-like observation).
 """
 
 from __future__ import annotations
@@ -67,23 +72,63 @@ def measure(render: bool, tree_read: bool, seconds: float, resolution) -> dict:
     }
 
 
+def measure_miniwob(seconds: float) -> dict:
+    """MiniWob++ steps/s (screenshot + DOM each step) over the scripted experts' pages."""
+    from gui_jax.envs.miniwob import MiniWobEnv, MiniWobTask
+    from gui_jax.envs.miniwob_experts import EXPERT_TASKS, expert_actions
+    env = MiniWobEnv(max_steps=10**6, max_cached_pages=len(EXPERT_TASKS))
+    rng = random.Random(0)
+    steps, wall, cpu, i = 0, 0.0, 0.0, 0
+    try:
+        for name in EXPERT_TASKS:  # start every page's Chromium before timing
+            env.reset(MiniWobTask(name, 0))
+        t_end = time.perf_counter() + seconds
+        while time.perf_counter() < t_end:
+            task = MiniWobTask(EXPERT_TASKS[i % len(EXPERT_TASKS)], i)
+            i += 1
+            obs = env.reset(task)
+            acts = [Action("click", x=rng.uniform(0, 160), y=rng.uniform(50, 210)) for _ in range(2)]
+            acts += expert_actions(task, obs)
+            w0, c0 = time.perf_counter(), time.process_time()
+            for a in acts:
+                obs, done, info = env.step(a)
+                steps += 1
+                if done:
+                    break
+            wall += time.perf_counter() - w0
+            cpu += time.process_time() - c0
+    finally:
+        env.close()
+    return {"steps": steps, "steps_per_s": steps / max(wall, 1e-9), "steps_per_cpu_s": steps / max(cpu, 1e-9),
+            "pages": len(EXPERT_TASKS)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="PhoneSim throughput benchmark")
     ap.add_argument("--json", default="")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--resolution", default="540x1200")
+    ap.add_argument("--no-miniwob", dest="miniwob", action="store_false")
     args = ap.parse_args(argv)
     res = tuple(int(v) for v in args.resolution.lower().split("x"))
     results = {
         "no_render": measure(False, False, args.seconds, res),
         "no_render_with_xml": measure(False, True, args.seconds, res),
         "render": measure(True, False, args.seconds, res),
+        "render_with_xml": measure(True, True, args.seconds, res),
     }
+    ratios = {}
+    if args.miniwob:
+        results["miniwob"] = measure_miniwob(args.seconds)
+        mw_rate = results["miniwob"]["steps_per_s"]
+        ratios = {"phonesim_no_render_over_miniwob": results["no_render"]["steps_per_s"] / mw_rate,
+                  "phonesim_render_with_xml_over_miniwob": results["render_with_xml"]["steps_per_s"] / mw_rate}
     out = {
         "benchmark": "phonesim",
         "resolution": list(res),
         "seconds": args.seconds,
         "results": results,
+        "ratios": ratios,
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
@@ -93,7 +138,9 @@ def main(argv=None):
     }
     print(f"{'mode':22s}{'steps/s':>10s}{'steps/cpu-s':>13s}{'resets/s':>10s}")
     for k, r in results.items():
-        print(f"{k:22s}{r['steps_per_s']:10.0f}{r['steps_per_cpu_s']:13.0f}{r['resets_per_s']:10.1f}")
+        print(f"{k:22s}{r['steps_per_s']:10.0f}{r['steps_per_cpu_s']:13.0f}{r.get('resets_per_s', float('nan')):10.1f}")
+    for k, v in ratios.items():
+        print(f"{k}: {v:.1f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
