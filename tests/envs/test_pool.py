@@ -1,0 +1,185 @@
+"""EnvPool: bounded calls, failover to standbys, background rebuilds; rollouts with 20% faulty envs."""
+import time
+from collections import Counter
+
+import pytest
+
+from gui_jax.core.types import Action
+from gui_jax.envs.backends import EnvOptions
+from gui_jax.envs.base import EnvFailure
+from gui_jax.envs.client import RemoteEnv
+from gui_jax.envs.pool import EnvCallTimeout, EnvPool, PoolConfig, PoolExhausted
+from gui_jax.envs.server import ServerConfig, ServerThread
+from gui_jax.envs.sim import TEMPLATES, PhoneSim, make_task
+from gui_jax.envs.sim.faults import FaultModel, FaultyEnv, LatencyModel
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
+from support.oracle_policy import DIALECT, OracleOrRandomPolicy, oracle_prompt
+
+PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
+TASKS = [make_task(name, 0) for name in sorted(TEMPLATES)[::3]]  # 27 tasks across the apps
+
+
+def _faulty_factory(n_slots):
+    """Slots 0 and 1 of 10 (20%) crash or hang mid-episode, also after every rebuild."""
+    built = Counter()
+
+    def make(slot):
+        built[slot] += 1
+        seed = 100 * slot + built[slot]
+        sim = PhoneSim(render=False)
+        if slot == 0:
+            return FaultyEnv(sim, LatencyModel(0.002), FaultModel(crash_prob=0.25), seed=seed, sleep=True)
+        if slot == 1:
+            return FaultyEnv(sim, LatencyModel(0.002), FaultModel(hang_prob=0.25, hang_s=1.0), seed=seed, sleep=True)
+        return FaultyEnv(sim, LatencyModel(0.002), seed=seed, sleep=True)
+    assert n_slots == 10
+    return make, built
+
+
+def _fault_free_outcomes(policy):
+    pool = EnvPool(lambda s: PhoneSim(render=False), PoolConfig(4, 0, health_interval_s=0))
+    with RolloutEngine(policy, pool, PCFG, RolloutConfig(mode="sync", max_steps=12), prompt_fn=oracle_prompt) as eng:
+        recs = eng.run(TASKS, trials=1)
+    pool.close()
+    return {r.task_id: r.success for r in recs}
+
+
+@pytest.mark.parametrize("mode,max_retries", [("async", 2), ("sync", 2), ("async", 0)])
+def test_rollout_with_20_percent_faulty_envs_accounts_for_every_episode(mode, max_retries):
+    policy = OracleOrRandomPolicy(p_random=0.15)
+    expected = _fault_free_outcomes(policy)
+    make, built = _faulty_factory(10)
+    cfg = PoolConfig(n_active=8, n_standby=2, call_timeout_s=0.3, reset_timeout_s=0.3, health_interval_s=0,
+                     restart_backoff_s=0.01, lease_timeout_s=20)
+    t0 = time.monotonic()
+    with EnvPool(make, cfg) as pool:
+        eng = RolloutEngine(policy, pool, PCFG, RolloutConfig(mode=mode, max_steps=12, max_episode_retries=max_retries,
+                                                              policy_timeout_s=20, result_timeout_s=20),
+                            prompt_fn=oracle_prompt)
+        with eng:
+            recs = eng.run(TASKS, trials=2)
+            stats = eng.stats()
+    wall = time.monotonic() - t0
+    assert wall < 60, f"rollout took {wall:.1f}s: some wait is not bounded"
+    # every (task, trial) exactly once, completed or env_failure; nothing dropped
+    assert sorted((r.task_id, r.trial) for r in recs) == sorted((t.task_id, k) for t in TASKS for k in range(2))
+    status = Counter(r.status for r in recs)
+    assert set(status) <= {"completed", "env_failure"} and sum(status.values()) == 2 * len(TASKS)
+    assert stats["completed"] == status["completed"] and stats.get("env_failure", 0) == status["env_failure"]
+    for r in recs:
+        if r.status == "completed":
+            assert len(r.errors) == r.retries  # one error message per attempt lost to the env
+            # a retried episode restarts from scratch: its outcome is the fault-free one
+            assert r.success == expected[r.task_id], r
+            assert r.retries <= max_retries and r.steps and r.env_slots[-1] >= 0
+        else:
+            assert r.retries == max_retries and not r.success and len(r.errors) == max_retries + 1
+    retried = [r for r in recs if r.retries > 0]
+    hit = retried if max_retries else [r for r in recs if r.status == "env_failure"]
+    assert hit, "the faulty slots never hit an episode"
+    ps = stats["pool"]
+    assert ps["env_failures"] > 0 and ps["call_timeouts"] > 0  # crashes (slot 0) and hangs (slot 1)
+    assert ps["failed_leases"] == ps["env_failures"] + ps["call_timeouts"]
+    assert ps["restarts"] >= 1 and built[0] + built[1] >= 3  # the faulty slots were rebuilt
+    assert ps["promotions"] >= 1  # a standby took over an active role
+    assert sum(len(r.errors) for r in recs) == stats["failed_attempts"]
+    rep = rollout_report(recs)
+    assert (rep["episodes"], rep["completed"], rep["env_failure"]) == (len(recs), status["completed"],
+                                                                       status["env_failure"])
+    assert rep["retried"] == len(retried) and rep["failed_attempts"] == stats["failed_attempts"]
+    print(f"\n{mode}: {rep}; pool: {ps}")
+
+
+def test_hung_call_is_bounded_and_env_rebuilt():
+    built = Counter()
+
+    def make(slot):
+        built[slot] += 1
+        hang = FaultModel(hang_prob=1.0, hang_s=3.0) if (slot, built[slot]) == (0, 1) else FaultModel()
+        return FaultyEnv(PhoneSim(render=False), faults=hang, seed=slot, sleep=True)
+
+    with EnvPool(make, PoolConfig(1, 1, call_timeout_s=0.2, health_interval_s=0, restart_backoff_s=0.01)) as pool:
+        assert pool.wait_ready(2, timeout_s=10) == 2
+        task = make_task("settings.wifi_on", 3)
+        lease = pool.lease()
+        first = lease.slot
+        lease.reset(task)
+        t0 = time.monotonic()
+        with pytest.raises(EnvCallTimeout):
+            lease.step(Action("wait", time=1.0))
+        assert time.monotonic() - t0 < 2.0
+        with pytest.raises(EnvFailure, match="already failed"):
+            lease.step(Action("wait", time=1.0))
+        lease.release()
+        lease2 = pool.lease(timeout_s=5)  # the standby is promoted at once, the hung env rebuilds
+        assert lease2.slot != first
+        lease2.release()
+        assert pool.wait_ready(2, timeout_s=10) == 2
+        s = pool.stats()
+        assert (s["call_timeouts"], s["restarts"], s["promotions"], built[first]) == (1, 1, 1, 2)
+        with pool.lease() as env:  # the rebuilt env works
+            env.reset(task)
+            _, done, info = env.step(Action("wait", time=1.0))
+            assert info["valid"] and not done
+
+
+def test_dead_slots_exhaust_the_pool_without_hanging():
+    built = Counter()
+
+    def make(slot):  # slot 0 builds once (then crashes); every other build fails
+        built[slot] += 1
+        if (slot, built[slot]) == (0, 1):
+            return FaultyEnv(PhoneSim(render=False), faults=FaultModel(crash_prob=1.0), seed=0, sleep=False)
+        raise OSError("emulator image missing")
+
+    cfg = PoolConfig(1, 1, max_restart_attempts=2, restart_backoff_s=0.01, health_interval_s=0, lease_timeout_s=5)
+    with EnvPool(make, cfg) as pool:
+        task = make_task("settings.wifi_on", 3)
+
+        def episode(lease):
+            lease.reset(task)
+            lease.step(Action("wait", time=1.0))
+            return "never"
+
+        t0 = time.monotonic()
+        res = pool.run_with_failover(episode, max_retries=3)
+        assert res.status == "env_failure" and res.value is None and res.retries == 3
+        assert len(res.errors) == 4 and "EnvCrashError" in res.errors[0]
+        assert any("dead" in e for e in res.errors[1:])
+        assert time.monotonic() - t0 < 10
+        s = pool.stats()
+        assert s["dead_slots"] == 2 and s["restart_failures"] >= 4
+        with pytest.raises(PoolExhausted, match="dead"):
+            pool.lease()
+
+
+def test_remote_pool_fails_over_when_a_server_dies():
+    servers = [ServerThread(ServerConfig(max_sessions=4)) for _ in range(2)]
+    try:
+        urls = [s.url for s in servers]
+        opts = EnvOptions(render=False)
+        cfg = PoolConfig(1, 1, call_timeout_s=5, health_interval_s=0.1, health_timeout_s=1,
+                         max_restart_attempts=2, restart_backoff_s=0.01)
+        with EnvPool(lambda slot: RemoteEnv(urls[slot], timeout_s=5, connect_timeout_s=1, options=opts), cfg) as pool:
+            assert pool.wait_ready(2, timeout_s=20) == 2
+            task = make_task("settings.wifi_on", 3)
+            lease = pool.lease()
+            lease.reset(task)
+            servers[lease.slot].stop()
+            with pytest.raises(EnvFailure):
+                lease.step(Action("wait", time=1.0))
+            dead = lease.slot
+            lease.release()
+            with pool.lease(timeout_s=10) as env:
+                assert env.slot != dead
+                env.reset(task)
+                assert env.step(Action("wait", time=1.0))[2]["valid"]
+            deadline = time.monotonic() + 10
+            while pool.stats()["dead_slots"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            s = pool.stats()
+            assert s["dead_slots"] == 1 and s["health_checks"] >= 1 and s["promotions"] == 1
+    finally:
+        for s in servers:
+            s.stop(timeout_s=2)
