@@ -31,8 +31,14 @@ def evaluate_sop(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig
 
 
 def evaluate_steps(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig, *,
-                   reward_preset: str = "paper", seed: int = 0, batch_size: int = 64) -> dict[str, float]:
-    """Step metrics with the expert history: type match TM, grounding GR, step success SR."""
+                   reward_preset: str = "paper", seed: int = 0, batch_size: int = 64,
+                   instruction: str = "goal") -> dict[str, float]:
+    """Step metrics with the expert history: type match TM, grounding GR, step success SR.
+
+    instruction: "goal" (the episode's high-level goal at every step, AndroidControl-High) or "step" (each
+    step's low-level instruction, AndroidControl-Low; episodes must carry step_instructions)."""
+    if instruction not in ("goal", "step"):
+        raise ValueError(f"instruction must be 'goal' or 'step', got {instruction!r}")
     scfg = SemiOnlineConfig(reward_preset=reward_preset)
     items = [(e, t) for e, ep in enumerate(episodes) for t in range(len(ep.actions))]
     tm, em, is_point = [], [], []
@@ -44,7 +50,10 @@ def evaluate_steps(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConf
             hist = [(ep.observations[k], expert_response(ep.actions[k], ep.observations[k], pcfg,
                                                          element=expert_element(ep, k)))
                     for k in range(t)]
-            prompts.append(build_messages(ep.goal, hist, ep.observations[t], pcfg))
+            if instruction == "step" and not (ep.step_instructions and ep.step_instructions[t]):
+                raise ValueError(f"episode {ep.episode_id!r} step {t} has no step instruction (instruction='step')")
+            text = ep.goal if instruction == "goal" else ep.step_instructions[t]
+            prompts.append(build_messages(text, hist, ep.observations[t], pcfg))
         gens = policy.generate(prompts, temperature=0.0, seed=seed)
         for (e, t), g in zip(chunk, gens):
             j = judge_step(g.text, episodes[e], t, pcfg, scfg)
