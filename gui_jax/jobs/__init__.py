@@ -26,6 +26,8 @@ JOBS: dict[str, JobEntry] = {
                               "MobileRL reasoning-SFT bootstrap (verified sampled thoughts → SFT)"),
     "export": JobEntry("gui_jax.jobs.export:run",
                        "write a trained agent as a Hugging Face Qwen2.5-VL directory (weights, tokenizer, processor)"),
+    "androidcontrol_eval": JobEntry("gui_jax.jobs.androidcontrol_eval:run",
+                                    "AndroidControl offline evaluation: AC-High / AC-Low TM, GR, SR and SOP"),
     "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
                            "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
 }
