@@ -1,0 +1,219 @@
+"""Reward-model training data (UI-Genie §3.2, Math-Shepherd potential labels), as records that point at
+episodes instead of copying screens.
+
+A trajectory is a tuple of `StepRef(episode_id, step)`: the observation before that step of that episode
+and the action taken there (`action` overrides the episode's own action for sampled or corrupted steps).
+A `RewardRecord` asks one question of the reward model:
+  kind "step":    given `goal`, the history `steps[:-1]` and the screen of `steps[-1]`, is the candidate
+                  action of `steps[-1]` right?                                 (step reward)
+  kind "outcome": given `goal` and the whole trajectory `steps`, is `terminate(success)` right now, i.e. is
+                  the task complete?                                           (task reward)
+Sources (the `source` field), each a function below:
+  rule          sampled candidate actions labelled by the rule matcher against the expert's action;
+  expert        the expert's own steps and outcome (positives);
+  truncation    a successful episode cut before its end, claimed complete → outcome negative;
+  substitution  a prefix of one episode followed by a segment of another task in the same app → the
+                substituted steps and the outcome are negative for the first task's goal;
+  continuation  redundant steps after a completed task → those steps and the outcome are negative;
+  hard_negative candidates an earlier reward model scored positive that the rule marks wrong;
+  potential     steps of failed trajectories: positive iff one of k continuation rollouts from there succeeds.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from gui_jax.core.matcher import match_action
+from gui_jax.core.types import Action, Episode
+
+SOURCES = ("rule", "expert", "truncation", "substitution", "continuation", "hard_negative", "potential")
+
+
+@dataclass(frozen=True)
+class StepRef:
+    episode_id: str
+    step: int
+    action: Optional[Action] = None  # None = the episode's own action at that step
+
+
+@dataclass(frozen=True)
+class RewardRecord:
+    kind: str                 # "step" | "outcome"
+    goal: str
+    steps: tuple              # tuple[StepRef, ...]; for "step" the last one is the scored step
+    label: bool
+    source: str
+    info: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.kind not in ("step", "outcome"):
+            raise ValueError(f"RewardRecord.kind must be 'step' or 'outcome', got {self.kind!r}")
+        if self.source not in SOURCES:
+            raise ValueError(f"RewardRecord.source {self.source!r} is not one of {SOURCES}")
+        if self.kind == "step" and not self.steps:
+            raise ValueError("a step record needs at least the scored step")
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["steps"] = [{"episode_id": s.episode_id, "step": s.step,
+                       "action": None if s.action is None else s.action.to_dict()} for s in self.steps]
+        return json.dumps(d, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> "RewardRecord":
+        d = json.loads(line)
+        steps = tuple(StepRef(s["episode_id"], int(s["step"]),
+                              None if s["action"] is None else Action.from_dict(s["action"])) for s in d["steps"])
+        return cls(d["kind"], d["goal"], steps, bool(d["label"]), d["source"], d.get("info", {}))
+
+
+def _refs(ep: Episode, upto: int) -> tuple:
+    return tuple(StepRef(str(ep.episode_id), t) for t in range(upto))
+
+
+def expert_records(ep: Episode) -> list[RewardRecord]:
+    """Every expert step is a positive step record; the whole episode is a positive outcome record."""
+    refs = _refs(ep, len(ep.actions))
+    out = [RewardRecord("step", ep.goal, refs[: t + 1], True, "expert") for t in range(len(refs))]
+    out.append(RewardRecord("outcome", ep.goal, refs, True, "expert"))
+    return out
+
+
+def rule_label(ep: Episode, t: int, candidate: Action, *, bbox_scale: float = 1.2,
+               dist_threshold: float = 0.04) -> bool:
+    """Is `candidate` (screen pixels) the expert's action at step t? (the training matcher's exact match)"""
+    obs = ep.observations[t]
+    bbox = ep.target_bboxes[t] if ep.target_bboxes else None
+    _, exact = match_action(candidate, ep.actions[t], image_size=tuple(obs.screen_size), expert_bbox=bbox,
+                            bbox_scale=bbox_scale, dist_threshold=dist_threshold,
+                            elements=[e.bounds for e in obs.ui_elements])
+    return bool(exact)
+
+
+def rule_verified_records(ep: Episode, t: int, candidates: Sequence[Action], **match_kw) -> list[RewardRecord]:
+    """Sampled candidate actions at step t (expert history before it), labelled by the rule matcher."""
+    hist = _refs(ep, t)
+    return [RewardRecord("step", ep.goal, hist + (StepRef(str(ep.episode_id), t, a),),
+                         rule_label(ep, t, a, **match_kw), "rule") for a in candidates]
+
+
+def truncation_records(ep: Episode, keep: Sequence[int]) -> list[RewardRecord]:
+    """The episode cut after `k` steps (0 < k < its length), claimed complete: outcome negatives."""
+    n = len(ep.actions)
+    bad = [k for k in keep if not 0 < k < n]
+    if bad:
+        raise ValueError(f"truncation lengths {bad} must be in 1..{n - 1} for episode {ep.episode_id!r}")
+    return [RewardRecord("outcome", ep.goal, _refs(ep, k), False, "truncation", {"kept": k}) for k in keep]
+
+
+def substitution_records(ep: Episode, other: Episode, split: int, other_from: int) -> list[RewardRecord]:
+    """`ep`'s first `split` steps, then `other`'s steps from `other_from` on (another task, same app): the
+    substituted steps are negative step records for `ep`'s goal, and the outcome is negative."""
+    if ep.app != other.app or ep.goal == other.goal:
+        raise ValueError(f"substitution needs another task of the same app: {ep.episode_id!r} ({ep.app}) vs "
+                         f"{other.episode_id!r} ({other.app})")
+    if not (0 <= split < len(ep.actions) and 0 <= other_from < len(other.actions)):
+        raise ValueError(f"split {split} / other_from {other_from} out of range")
+    prefix = _refs(ep, split)
+    tail = tuple(StepRef(str(other.episode_id), t) for t in range(other_from, len(other.actions)))
+    out = [RewardRecord("step", ep.goal, prefix + tail[: i + 1], False, "substitution",
+                        {"from": str(other.episode_id)}) for i in range(len(tail))]
+    out.append(RewardRecord("outcome", ep.goal, prefix + tail, False, "substitution", {"from": str(other.episode_id)}))
+    return out
+
+
+def continuation_records(ep: Episode, extra: Sequence[StepRef]) -> list[RewardRecord]:
+    """Redundant steps after the task is complete: the expert trajectory minus its final terminate, then
+    `extra` steps (screens of the finished episode's last state, or of other episodes): each extra step is
+    negative, and claiming completion after them is negative too (the agent failed to stop)."""
+    if not ep.actions or ep.actions[-1].type != "terminate":
+        raise ValueError(f"episode {ep.episode_id!r} must end with terminate to build a continuation")
+    done = _refs(ep, len(ep.actions) - 1)
+    extra = tuple(extra)
+    if not extra:
+        raise ValueError("continuation needs at least one extra step")
+    out = [RewardRecord("step", ep.goal, done + extra[: i + 1], False, "continuation") for i in range(len(extra))]
+    out.append(RewardRecord("outcome", ep.goal, done + extra, False, "continuation"))
+    return out
+
+
+def hard_negative_records(records: Iterable[RewardRecord], scores: Sequence[float],
+                          threshold: float = 0.5) -> list[RewardRecord]:
+    """Rule-negative records that an earlier reward model scored ≥ threshold (its false positives)."""
+    records = list(records)
+    if len(records) != len(scores):
+        raise ValueError(f"{len(records)} records but {len(scores)} scores")
+    return [RewardRecord(r.kind, r.goal, r.steps, False, "hard_negative", {"score": float(s)})
+            for r, s in zip(records, scores) if not r.label and s >= threshold]
+
+
+def potential_labels(num_steps: int, continuation_succeeds: Callable[[int, int], bool], k: int = 5) -> list[bool]:
+    """Step t of a failed trajectory is positive iff at least one of `k` continuation rollouts started after
+    executing steps 0..t succeeds. continuation_succeeds(t, i) runs rollout i from step t (it stops early at
+    the first success)."""
+    labels = []
+    for t in range(num_steps):
+        labels.append(any(continuation_succeeds(t, i) for i in range(k)))
+    return labels
+
+
+def potential_records(ep: Episode, labels: Sequence[bool]) -> list[RewardRecord]:
+    if len(labels) != len(ep.actions):
+        raise ValueError(f"{len(labels)} labels for {len(ep.actions)} steps of {ep.episode_id!r}")
+    refs = _refs(ep, len(ep.actions))
+    return [RewardRecord("step", ep.goal, refs[: t + 1], bool(l), "potential") for t, l in enumerate(labels)]
+
+
+def phonesim_continuation(task, prefix: Sequence[Action], policy_fn: Callable, *, max_steps: int = 15,
+                          render: bool = False, seed: int = 0) -> Callable[[int, int], bool]:
+    """continuation_succeeds(t, i) for PhoneSim: replay prefix[:t+1] on a fresh instance of `task`, then let
+    policy_fn(obs, goal, rng) → Action act until the episode ends; success = PhoneSim's exact check."""
+    from gui_jax.envs.sim import PhoneSim
+
+    def run(t: int, i: int) -> bool:
+        sim = PhoneSim(render=render, max_steps=max_steps + t + 1)
+        obs = sim.reset(task)
+        for a in prefix[: t + 1]:
+            obs, done, info = sim.step(a)
+            if done:
+                return bool(info.get("success"))
+        rng = np.random.default_rng([seed, t, i])
+        while True:
+            obs, done, info = sim.step(policy_fn(obs, task.goal, rng))
+            if done:
+                return bool(info.get("success"))
+
+    return run
+
+
+def write_records(path: str, records: Iterable[RewardRecord]) -> int:
+    n = 0
+    with open(path, "w") as f:
+        for r in records:
+            f.write(r.to_json() + "\n")
+            n += 1
+    return n
+
+
+def read_records(path: str) -> list[RewardRecord]:
+    out = []
+    with open(path) as f:
+        for i, line in enumerate(f):
+            if line.strip():
+                try:
+                    out.append(RewardRecord.from_json(line))
+                except (KeyError, ValueError, TypeError) as e:
+                    raise ValueError(f"{path}: record {i}: {type(e).__name__}: {e}") from e
+    return out
+
+
+def label_balance(records: Sequence[RewardRecord]) -> dict:
+    """Positives / negatives per kind and source (for class balancing and reports)."""
+    out: dict = {}
+    for r in records:
+        d = out.setdefault(f"{r.kind}/{r.source}", {"pos": 0, "neg": 0})
+        d["pos" if r.label else "neg"] += 1
+    return out

@@ -1,0 +1,123 @@
+"""Reward-data construction reproduces hand-built cases: rule labels on the matcher's boundaries, each
+trajectory corruption on known episodes, potential labels, hard negatives, record round trips."""
+import pytest
+
+from gui_jax.core.types import Action
+from gui_jax.envs.sim import PhoneSim
+from gui_jax.rewards import data_engine as de
+from gui_jax.tasks import make_task
+from gui_jax.tasks.generate import generate_episode
+from support.fake_policy import make_episode
+
+
+@pytest.fixture(scope="module")
+def clock_eps():
+    sim = PhoneSim(render=False)
+    toggle = generate_episode(make_task("clock.alarm_toggle", 0), sim)   # open, click, terminate
+    delete = generate_episode(make_task("clock.delete_alarm", 0), sim)   # open, click ×3, terminate
+    return toggle, delete
+
+
+def test_rule_labels_on_the_matcher_boundaries():
+    ep = make_episode(n=2)  # step 0: click (300, 300), target bbox (100, 200, 500, 400) on a 1080×2400 screen
+    # ×1.2 about the centre (300, 300): x ∈ [60, 540], y ∈ [180, 420], inclusive
+    cands = [Action("click", x=540, y=300), Action("click", x=540.5, y=300), Action("click", x=300, y=420),
+             Action("click", x=300, y=420.6), Action("long_press", x=300, y=300), Action("click", x=60, y=180)]
+    recs = de.rule_verified_records(ep, 0, cands)
+    assert [r.label for r in recs] == [True, False, True, False, False, True]
+    assert all(r.source == "rule" and r.kind == "step" and len(r.steps) == 1 for r in recs)
+    assert recs[1].steps[-1].action == cands[1] and recs[1].steps[-1].step == 0
+    # with no bbox the 0.04 distance rule decides: 0.04·1080 = 43.2 px
+    ep.target_bboxes[1] = None
+    assert de.rule_label(ep, 1, Action("click", x=300 + 43.2, y=600)) is True
+    assert de.rule_label(ep, 1, Action("click", x=300 + 43.3, y=600)) is False
+    # the knobs reach the matcher
+    assert de.rule_label(ep, 0, Action("click", x=540.5, y=300), bbox_scale=1.3) is True
+
+
+def test_expert_and_truncation_records(clock_eps):
+    toggle, _ = clock_eps
+    ex = de.expert_records(toggle)
+    assert [(r.kind, len(r.steps), r.label) for r in ex] == [("step", 1, True), ("step", 2, True),
+                                                             ("step", 3, True), ("outcome", 3, True)]
+    tr = de.truncation_records(toggle, [1, 2])
+    assert [(r.kind, [s.step for s in r.steps], r.label) for r in tr] == [("outcome", [0], False),
+                                                                          ("outcome", [0, 1], False)]
+    with pytest.raises(ValueError, match="must be in 1..2"):
+        de.truncation_records(toggle, [3])
+
+
+def test_substitution_within_an_app(clock_eps):
+    toggle, delete = clock_eps
+    recs = de.substitution_records(toggle, delete, split=1, other_from=1)
+    # toggle's step 0 (open Clock), then delete's steps 1..4 (click, click, click, terminate)
+    assert [(s.episode_id, s.step) for s in recs[-1].steps] == [("clock.alarm_toggle#0", 0)] + [
+        ("clock.delete_alarm#0", t) for t in range(1, 5)]
+    assert [r.kind for r in recs] == ["step"] * 4 + ["outcome"]
+    assert all(r.goal == toggle.goal and r.label is False for r in recs)
+    assert [len(r.steps) for r in recs[:4]] == [2, 3, 4, 5]
+    other_app = generate_episode(make_task("settings.wifi_on", 0), PhoneSim(render=False))
+    with pytest.raises(ValueError, match="same app"):
+        de.substitution_records(toggle, other_app, 1, 1)
+
+
+def test_redundant_continuation(clock_eps):
+    toggle, delete = clock_eps
+    extra = [de.StepRef(toggle.episode_id, 1, Action("click", x=10, y=10)), de.StepRef(delete.episode_id, 2)]
+    recs = de.continuation_records(toggle, extra)
+    assert [(r.kind, len(r.steps), r.label) for r in recs] == [("step", 3, False), ("step", 4, False),
+                                                               ("outcome", 4, False)]
+    assert [s.step for s in recs[-1].steps[:2]] == [0, 1]  # the expert steps without their terminate
+
+
+def test_potential_labels_exactly_one_of_five():
+    calls = []
+
+    def cont(t, i):
+        calls.append((t, i))
+        return t == 1 and i == 3
+
+    assert de.potential_labels(3, cont, k=5) == [False, True, False]
+    assert calls == [(0, i) for i in range(5)] + [(1, 0), (1, 1), (1, 2), (1, 3)] + [(2, i) for i in range(5)]
+
+
+def _alarm_policy(obs, goal, rng):
+    """Turns the 08:30 alarm off from wherever it is, then claims success."""
+    switch = [e for e in obs.ui_elements if e.checkable and e.content_desc.startswith("08:30")]
+    if obs.current_app != "clock":
+        return Action("open", text="Clock")
+    if switch and switch[0].checked:
+        x, y = switch[0].center
+        return Action("click", x=x, y=y)
+    return Action("terminate", status="success")
+
+
+def test_phonesim_continuations_judged_by_the_exact_check():
+    task = make_task("clock.alarm_toggle", 0)
+    # a failed trajectory: open Clock, a click on empty space, give up
+    failed = [Action("open", text="Clock"), Action("click", x=540, y=2000), Action("terminate", status="failure")]
+    labels = de.potential_labels(3, de.phonesim_continuation(task, failed, _alarm_policy), k=5)
+    assert labels == [True, True, False]  # after giving up, nothing can continue
+    never = de.phonesim_continuation(task, failed, lambda o, g, r: Action("terminate", status="success"))
+    assert de.potential_labels(3, never, k=5) == [False, False, False]
+    # a continuation that toggles a different alarm fails PhoneSim's exact check
+    wrong = de.phonesim_continuation(task, failed, lambda o, g, r: Action("click", x=950, y=655)
+                                     if o.ui_elements[14].checked else Action("terminate", status="success"))
+    assert wrong(0, 0) is False
+
+
+def test_hard_negatives_and_round_trip(tmp_path):
+    ep = make_episode(n=1)
+    recs = de.rule_verified_records(ep, 0, [Action("click", x=300, y=300), Action("click", x=900, y=2000),
+                                            Action("click", x=1000, y=100)])
+    hard = de.hard_negative_records(recs, [0.9, 0.7, 0.2])
+    assert [(r.steps[-1].action.x, r.source, r.label, r.info["score"]) for r in hard] == [
+        (900, "hard_negative", False, 0.7)]
+    path = tmp_path / "rm.jsonl"
+    assert de.write_records(str(path), recs + hard) == 4
+    back = de.read_records(str(path))
+    assert back == recs + hard
+    assert de.label_balance(back) == {"step/rule": {"pos": 1, "neg": 2}, "step/hard_negative": {"pos": 0, "neg": 1}}
+    path.write_text('{"kind": "step"}\n')
+    with pytest.raises(ValueError, match="record 0"):
+        de.read_records(str(path))
