@@ -28,6 +28,8 @@ JOBS: dict[str, JobEntry] = {
                        "write a trained agent as a Hugging Face Qwen2.5-VL directory (weights, tokenizer, processor)"),
     "androidcontrol_eval": JobEntry("gui_jax.jobs.androidcontrol_eval:run",
                                     "AndroidControl offline evaluation: AC-High / AC-Low TM, GR, SR and SOP"),
+    "env_eval": JobEntry("gui_jax.jobs.env_eval:run",
+                         "online per-task SR with 95 % CIs on any env backend (MiniWob++, PhoneSim, servers)"),
     "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
                            "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
 }

@@ -1,0 +1,36 @@
+"""Online evaluation on MiniWob++ pages (headless Chromium): per-task SR with 95 % Wilson intervals.
+
+    python -m gui_jax.main --config configs/miniwob_eval.py --config.eval.checkpoint_dir=DIR \
+        --config.env.tasks='("click-test","click-button")' --config.env.seeds='(0,1,2)'
+The default task list is the 92-page suite AndroidWorld registers (less drag-item, which the `miniwob`
+package does not ship). The tiny model reads the page's elements and acts by element index.
+"""
+import ml_collections
+
+from gui_jax.train.config_blocks import model_block, prompt_block
+
+
+def get_config():
+    from gui_jax.envs.miniwob import ANDROIDWORLD_MINIWOB_TASKS
+    c = ml_collections.ConfigDict()
+    c.job = "env_eval"
+    c.seed = 0
+    c.model = model_block("tiny")
+    c.model.max_new_tokens = 32
+    c.prompt = prompt_block()
+    c.prompt.observation = "ui_text"
+    c.prompt.target = "element"
+    c.prompt.history_turns = 0
+    c.prompt.system_prompt = False
+    c.eval = ml_collections.ConfigDict({"checkpoint_dir": "", "untrained": False, "temperature": 0.0,
+                                        "trials": 1})
+    c.env = ml_collections.ConfigDict({
+        "backend": "miniwob",
+        "tasks": tuple(t for t in ANDROIDWORLD_MINIWOB_TASKS if t != "drag-item"),
+        "seeds": (0, 1, 2, 3, 4),
+        "num_envs": 2,             # Chromium instances (each ≈ 150 MB)
+        "max_steps": 10,
+        "resolution": (540, 1200),  # PhoneSim only
+        "server_urls": (),          # remote / androidworld backends
+    })
+    return c

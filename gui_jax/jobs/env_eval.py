@@ -1,0 +1,119 @@
+"""Job: online evaluation on any env backend for a task list given in config, with per-task success rates
+and 95 % Wilson intervals (MiniWob++ pages, PhoneSim templates, an env-server fleet, AndroidWorld).
+
+    python -m gui_jax.main --config configs/miniwob_eval.py --config.eval.checkpoint_dir=runs/x/checkpoints \
+        --config.env.tasks='("click-test","click-button","enter-text")' --config.env.seeds='(0,1,2,3,4)'
+
+Episodes run through the rollout engine (lock-step, greedy by default) over an `EnvPool` of
+`env.num_envs` envs; env failures are retried and reported, never counted as policy failures.
+Writes env_eval.json (per task: n, successes, SR, CI; overall; the rollout report) and prints a table.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+
+def make_tasks(ecfg) -> list:
+    """The configured task list × seeds for the configured backend."""
+    seeds = [int(s) for s in ecfg.seeds]
+    if ecfg.backend == "miniwob":
+        from gui_jax.envs.miniwob import miniwob_tasks
+        return miniwob_tasks(list(ecfg.tasks), seeds)
+    if ecfg.backend in ("phonesim", "remote"):
+        from gui_jax.tasks import make_task
+        return [make_task(t, s) for t in ecfg.tasks for s in seeds]
+    if ecfg.backend == "androidworld":
+        from gui_jax.envs.androidworld import AndroidWorldTask
+        return [AndroidWorldTask(t, s) for t in ecfg.tasks for s in seeds]
+    raise ValueError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+
+
+def env_factory(ecfg):
+    """slot → env for the configured backend."""
+    if ecfg.backend == "miniwob":
+        from gui_jax.envs.miniwob import MiniWobEnv
+        return lambda slot: MiniWobEnv(max_steps=ecfg.max_steps + 1)
+    if ecfg.backend == "phonesim":
+        from gui_jax.envs.sim import PhoneSim
+        return lambda slot: PhoneSim(render=True, resolution=tuple(ecfg.resolution), max_steps=ecfg.max_steps + 1)
+    if ecfg.backend == "remote":
+        from gui_jax.envs.client import RemoteEnv
+        urls = list(ecfg.server_urls)
+        return lambda slot: RemoteEnv(urls[slot % len(urls)], token=os.environ.get("GUI_JAX_ENV_TOKEN"))
+    if ecfg.backend == "androidworld":
+        from gui_jax.envs.androidworld import AndroidWorldEnv
+        urls = list(ecfg.server_urls)
+        return lambda slot: AndroidWorldEnv(urls[slot % len(urls)], max_steps=ecfg.max_steps + 1)
+    raise ValueError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+
+
+def per_task_table(records) -> dict:
+    """{task name: {n, successes, SR, ci95}} over completed episodes, plus "overall" and env failures."""
+    from gui_jax.eval.metrics import wilson_interval
+    by_task = defaultdict(list)
+    failures = 0
+    for r in records:
+        if r.status != "completed":
+            failures += 1
+            continue
+        by_task[r.task.template].append(bool(r.success))
+    out = {}
+    for name in sorted(by_task):
+        wins = by_task[name]
+        out[name] = {"n": len(wins), "successes": sum(wins), "SR": sum(wins) / len(wins),
+                     "ci95": list(wilson_interval(sum(wins), len(wins)))}
+    allw = [w for v in by_task.values() for w in v]
+    out["overall"] = {"n": len(allw), "successes": sum(allw), "SR": sum(allw) / max(len(allw), 1),
+                      "ci95": list(wilson_interval(sum(allw), len(allw))) if allw else [0.0, 1.0]}
+    out["env_failures"] = failures
+    return out
+
+
+def evaluate_on_envs(policy, make_env, tasks, pcfg, *, num_envs: int, max_steps: int, temperature: float = 0.0,
+                     trials: int = 1, prompt_fn=None, parse_fn=None, seed: int = 0):
+    """Runs every task `trials` times; returns (records, per-task table, rollout report)."""
+    from gui_jax.envs.pool import EnvPool, PoolConfig
+    from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
+    pool = EnvPool(make_env, PoolConfig(n_active=num_envs, n_standby=0))
+    try:
+        engine = RolloutEngine(policy, pool, pcfg, RolloutConfig(mode="sync", max_steps=max_steps,
+                                                                  temperature=temperature, seed=seed),
+                               prompt_fn=prompt_fn, parse_fn=parse_fn)
+        records = engine.run(tasks, trials=trials)
+        engine.close()
+    finally:
+        pool.close()
+    return records, per_task_table(records), rollout_report(records)
+
+
+def format_table(table: dict) -> str:
+    lines = ["| task | n | SR [95 % CI] |", "|---|---|---|"]
+    for name, row in table.items():
+        if isinstance(row, dict):
+            lo, hi = row["ci95"]
+            lines.append(f"| {name} | {row['n']} | {row['SR']:.3f} [{lo:.3f}, {hi:.3f}] |")
+    lines.append(f"\nenv failures (not counted): {table['env_failures']}")
+    return "\n".join(lines)
+
+
+def run(config, workdir: str) -> None:
+    from gui_jax.jobs.evaluate import load_stage_params
+    from gui_jax.rl.agent import Agent
+    from gui_jax.rl.prompting import PromptConfig
+    ecfg = config.env
+    if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
+        raise ValueError("env_eval needs model.checkpoint or eval.checkpoint_dir; set eval.untrained=True to "
+                         "score a random model")
+    tasks = make_tasks(ecfg)
+    agent = Agent(config, seed=config.seed)
+    if config.eval.get("checkpoint_dir"):
+        agent.set_params(load_stage_params(agent, config.eval.checkpoint_dir))
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    _, table, report = evaluate_on_envs(agent.policy, env_factory(ecfg), tasks, pcfg, num_envs=ecfg.num_envs,
+                                        max_steps=ecfg.max_steps, temperature=config.eval.temperature,
+                                        trials=config.eval.trials, seed=config.seed)
+    with open(os.path.join(workdir, "env_eval.json"), "w") as f:
+        json.dump({"per_task": table, "rollouts": report}, f, indent=1)
+    print(format_table(table))
