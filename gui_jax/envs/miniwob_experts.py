@@ -97,3 +97,32 @@ def expert_actions(task, obs: Observation) -> list[Action]:
     if task.env_name not in EXPERTS:
         raise NoExpertError(f"no scripted expert for MiniWob++ page {task.env_name!r}; have {list(EXPERT_TASKS)}")
     return EXPERTS[task.env_name](task, obs)
+
+
+def expert_episode(env, task):
+    """Plays the scripted expert on a MiniWobEnv and records an `Episode` (observations before every action,
+    the target element's bounds for clicks, the final observation), for SFT. Raises if the expert fails."""
+    from gui_jax.core.types import Episode
+    obs = env.reset(task)
+    actions, observations, bboxes = expert_actions(task, obs), [obs], []
+    info: dict = {}
+    for i, a in enumerate(actions):
+        target = None
+        if a.type == "click":
+            hits = [e for e in obs.ui_elements if e.bounds[0] <= a.x <= e.bounds[2] and e.bounds[1] <= a.y <= e.bounds[3]]
+            # the innermost element under the finger is what the click lands on
+            target = min(hits, key=lambda e: (e.bounds[2] - e.bounds[0]) * (e.bounds[3] - e.bounds[1])).bounds if hits else None
+        bboxes.append(target)
+        obs, done, info = env.step(a)
+        if done:
+            if i != len(actions) - 1 or not info.get("success"):
+                raise RuntimeError(f"{task.task_id}: the scripted expert ended at step {i} without success "
+                                   f"(goal {task.goal!r}, info {info})")
+            break
+        observations.append(obs)
+    else:
+        raise RuntimeError(f"{task.task_id}: the page did not end after the expert's {len(actions)} actions")
+    return Episode(episode_id=task.task_id, goal=task.goal, observations=observations[: len(actions)] + [obs],
+                   actions=list(actions), target_bboxes=bboxes, step_instructions=["" for _ in actions],
+                   app="miniwob", template=task.template, difficulty="miniwob",
+                   info={"seed": task.seed, "source": "miniwob-expert", "reward": info.get("reward")})

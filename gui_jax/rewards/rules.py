@@ -1,4 +1,4 @@
-"""Rule-based step rewards (SPEC §2, UI-S1).
+"""Rule-based step rewards (docs/algorithms.md §2, UI-S1).
 
 `paper` preset: r = 0.1·f + 0.4·1[f]·type + 0.5·1[f·type]·exact.
 `code` preset:  r = 0.1·f + 0.9·s, s = 1 exact, 0.5 type only, 0.1 parsed wrong type, 0 unparsable.
@@ -18,6 +18,15 @@ from gui_jax.core.matcher import BBox, match_action
 from gui_jax.core.types import Action
 
 REWARD_PRESETS = ("paper", "code")
+# Dialects whose response format has a thought field (<think>…</think> / "Thought: …"); there the
+# format reward asks for a non-empty thought by default, as UI-S1 trains. ui_genie's thought is
+# optional free text, so a bare tool call is well formed.
+THOUGHT_DIALECTS = ("ui_s1", "uitars", "mobilerl")
+
+
+def dialect_requires_thought(dialect: str) -> bool:
+    """Default of `require_thought` for a dialect: True iff its format has a thought field."""
+    return dialect in THOUGHT_DIALECTS
 
 
 def _check_preset(preset: str) -> None:

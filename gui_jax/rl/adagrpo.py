@@ -1,10 +1,10 @@
-"""AdaGRPO host-side machinery (SPEC §7, MobileRL) and the AWG difficulty curriculum.
+"""AdaGRPO host-side machinery (docs/algorithms.md §7, MobileRL) and the AWG difficulty curriculum.
 
 The math of SPA lives in `advantages.spa`; this file holds the stateful, host-side parts:
 - `AdaPRBuffer`: replay of hard successful trajectories (A ≥ τ_adv), at most a fraction λ per batch.
 - `prune_negatives`: keep positive:negative ≤ 1:max_neg_per_pos by dropping lowest-advantage negatives.
 - `FailureCurriculum` (FCF): cooldown and removal of tasks that keep failing; persists in checkpoints.
-- `Curriculum`: easy → easy+medium → all, by iteration counts or a training-success threshold.
+- `Curriculum`: re-exported from gui_jax.tasks.curriculum (easy → easy+medium → all).
 All state is plain Python (lists, dicts, numbers) so `state_dict()` goes into a JSON/msgpack checkpoint.
 """
 from __future__ import annotations
@@ -13,6 +13,9 @@ import math
 from typing import Any, Hashable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
+
+# The difficulty curriculum has one implementation (advancing at most one stage per evaluation).
+from gui_jax.tasks.curriculum import Curriculum  # noqa: F401  (re-exported)
 
 
 # --------------------------------------------------------------------------- AdaPR
@@ -129,7 +132,7 @@ def prune_negatives(advantages: Sequence[float], rng: np.random.Generator, max_n
 
 # --------------------------------------------------------------------------- FCF
 class FailureCurriculum:
-    """Failure curriculum filtering (SPEC §7).
+    """Failure curriculum filtering (docs/algorithms.md §7).
 
     Call `record_epoch({task: rewards of its rollouts this epoch})` at the end of every epoch. A task
     whose rollouts are all 0 has its consecutive-failure count k incremented (tasks not sampled this
@@ -215,50 +218,3 @@ def _key(t):
     # JSON turns tuples into lists; task keys must stay hashable.
     return tuple(_key(x) for x in t) if isinstance(t, list) else t
 
-
-# --------------------------------------------------------------------------- curriculum (AWG)
-class Curriculum:
-    """Difficulty curriculum: stage i allows `stages[i]` (None = every difficulty).
-
-    Advances to the next stage when the iteration reaches `switch_iterations[i]`, or (if
-    success_threshold is set) when the training success rate reported to `update` reaches it,
-    whichever comes first. Our defaults (AWG gives no numbers): switch at iterations 50 and 100.
-    """
-
-    def __init__(self, stages: Sequence[Optional[Sequence[str]]] = (("easy",), ("easy", "medium"), None),
-                 switch_iterations: Optional[Sequence[int]] = (50, 100),
-                 success_threshold: Optional[float] = None):
-        if not stages:
-            raise ValueError("Curriculum needs at least one stage")
-        if switch_iterations is not None and len(switch_iterations) != len(stages) - 1:
-            raise ValueError(f"Curriculum: {len(stages)} stages need {len(stages) - 1} switch_iterations, "
-                             f"got {len(switch_iterations)}")
-        self.stages = [None if s is None else tuple(s) for s in stages]
-        self.switch_iterations = None if switch_iterations is None else list(switch_iterations)
-        self.success_threshold = success_threshold
-        self.stage = 0
-
-    def update(self, iteration: int, success_rate: Optional[float] = None) -> int:
-        """Advance the stage given the current iteration and training success; returns the stage."""
-        last = len(self.stages) - 1
-        if self.switch_iterations is not None:
-            while self.stage < last and iteration >= self.switch_iterations[self.stage]:
-                self.stage += 1
-        if (self.success_threshold is not None and success_rate is not None and self.stage < last
-                and success_rate >= self.success_threshold):
-            self.stage += 1
-        return self.stage
-
-    def allowed(self, difficulty: str) -> bool:
-        allowed = self.stages[self.stage]
-        return allowed is None or difficulty in allowed
-
-    def filter(self, tasks: Iterable[Any], difficulty_of) -> list:
-        """Tasks whose difficulty (difficulty_of(task)) the current stage allows."""
-        return [t for t in tasks if self.allowed(difficulty_of(t))]
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.stage = int(state["stage"])

@@ -1,12 +1,12 @@
-"""Advantage estimators (SPEC §4, §6, §7 SPA, §8 GAE), registered by name.
+"""Advantage estimators (docs/algorithms.md §4, §6, §7 SPA, §8 GAE), registered by name.
 
 All groupings are keyed by ids through segment ops (never by reshaping), so filtered or uneven groups
 work. Ids may be any int32 values in any order. Every function here is jittable (float/static args
 such as gamma, ddof, eps must be Python numbers; pass them with functools.partial or static_argnames).
 
 Standard deviation: ddof=1 (unbiased, like torch.std used by verl's GRPO) is the default everywhere;
-the SPEC leaves it open. A group with a single member (or zero total weight) gets advantage 0 (SPEC
-§4), not verl's "mean 0, std 1". Normalisation is (x − mean)/(std + eps), eps = 1e-6.
+the papers leave it open. A group with a single member (or zero total weight) gets advantage 0
+(docs/algorithms.md §4), not verl's "mean 0, std 1". Normalisation is (x − mean)/(std + eps), eps = 1e-6.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def discounted_returns(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.
     """R_t = r_t + γ·R_{t+1} within each trajectory, computed backwards; all inputs [T_total].
 
     Steps may come in any order; they are sorted by (traj_id, step_index). With cut_at_mismatch, a
-    mismatched step gets R_t = r_t and the step before it gets no return from it either (SPEC §4).
+    mismatched step gets R_t = r_t and the step before it gets no return from it either (docs/algorithms.md §4).
     """
     r = rewards.astype(jnp.float32)
     mm = jnp.zeros(r.shape, bool) if mismatch is None else mismatch.astype(bool)
@@ -102,29 +102,42 @@ def discounted_returns(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.
     return jnp.zeros_like(r).at[order].set(ret_s)
 
 
+EPISODE_LEVELS = ("paper", "code")
+
+
 def ui_s1_semi_online(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.Array, group_ids: jax.Array,
                       mismatch: Optional[jax.Array] = None, *, gamma: float = 0.5, omega: float = 1.0,
-                      cut_at_mismatch: bool = True, ddof: int = 1, eps: float = EPS) -> dict[str, jax.Array]:
-    """UI-S1 dual-level advantage per step (SPEC §4); all inputs are per step [T_total].
+                      cut_at_mismatch: bool = True, episode_level: str = "paper", ddof: int = 1,
+                      eps: float = EPS) -> dict[str, jax.Array]:
+    """UI-S1 dual-level advantage per step (docs/algorithms.md §4); all inputs are per step [T_total].
 
     group_ids: the task (group of N rollouts) of each step's trajectory.
-    Returns {'advantages': A^E + ω·A^S, 'returns': R_t, 'step_adv': A^S (grouped by task and step
-    index), 'episode_adv': A^E (over the task's trajectories, R(τ) = Σ_t r_t)}, each [T_total].
+    Step level A^S: discounted return R_t standardised over the task's rollouts at the same step
+    index (UI-S1 Eq. 10). Episode level A^E has two definitions (`episode_level`):
+      paper: Eq. 11 — R(τ_i) = Σ_t r_t per trajectory, standardised over the task's N trajectories
+             (one value per trajectory: a long trajectory does not weigh more), broadcast to its steps.
+      code:  the published implementation — each step's own reward r_t standardised over every step
+             of every rollout of the task (per-step rewards pooled across the N rollouts).
+    Returns {'advantages': A^E + ω·A^S, 'returns': R_t, 'step_adv': A^S, 'episode_adv': A^E}, each [T_total].
     """
+    if episode_level not in EPISODE_LEVELS:
+        raise ValueError(f"unknown episode_level {episode_level!r}; known: {EPISODE_LEVELS}")
     r = rewards.astype(jnp.float32)
     n = r.shape[0]
     ret = discounted_returns(r, traj_ids, step_index, mismatch, gamma=gamma, cut_at_mismatch=cut_at_mismatch)
     step_groups = dense_pair_ids(group_ids, step_index)
     step_adv = group_standardize(ret, step_groups, ddof=ddof, eps=eps)
-    # Episode level: one slot per trajectory (dense traj id); slots beyond the number of trajectories
-    # are invalid.
-    tid = dense_ids(traj_ids)
-    slot_used = jax.ops.segment_sum(jnp.ones((n,), jnp.float32), tid, num_segments=n) > 0
-    traj_return = jax.ops.segment_sum(r, tid, num_segments=n)
-    traj_group = jax.ops.segment_max(group_ids.astype(jnp.int32), tid, num_segments=n)
-    traj_group = jnp.where(slot_used, traj_group, jnp.iinfo(jnp.int32).min)
-    ep_adv_traj = group_standardize(traj_return, traj_group, valid=slot_used, ddof=ddof, eps=eps)
-    ep_adv = ep_adv_traj[tid]
+    if episode_level == "code":
+        ep_adv = group_standardize(r, group_ids, ddof=ddof, eps=eps)
+    else:
+        # One slot per trajectory (dense traj id); slots beyond the number of trajectories are invalid.
+        tid = dense_ids(traj_ids)
+        slot_used = jax.ops.segment_sum(jnp.ones((n,), jnp.float32), tid, num_segments=n) > 0
+        traj_return = jax.ops.segment_sum(r, tid, num_segments=n)
+        traj_group = jax.ops.segment_max(group_ids.astype(jnp.int32), tid, num_segments=n)
+        traj_group = jnp.where(slot_used, traj_group, jnp.iinfo(jnp.int32).min)
+        ep_adv_traj = group_standardize(traj_return, traj_group, valid=slot_used, ddof=ddof, eps=eps)
+        ep_adv = ep_adv_traj[tid]
     return {"advantages": ep_adv + omega * step_adv, "returns": ret, "step_adv": step_adv,
             "episode_adv": ep_adv}
 
@@ -147,9 +160,12 @@ def ui_s1_semi_online_dense(rewards: jax.Array, mask: jax.Array, mismatch: Optio
 
 
 def dynamic_sampling_keep(step0_returns: jax.Array, group_ids: jax.Array, *, eta: float = 0.3,
-                          ddof: int = 1) -> jax.Array:
+                          ddof: int = 0) -> jax.Array:
     """Keep mask [N] (per rollout, equal within a group): group std of step-0 return > η, or the group
-    has one rollout (SPEC §4, DAPO-style). step0_returns, group_ids [N]."""
+    has one rollout (docs/algorithms.md §4, DAPO-style). step0_returns, group_ids [N].
+
+    The std is the population std (ddof 0, numpy's default, which the published filter uses):
+    returns (0.5, 1.0) have std 0.25 < η = 0.3 (dropped), where the sample std 0.354 would keep them."""
     std, cnt = group_std(step0_returns, group_ids, ddof=ddof)
     return (std > eta) | (cnt <= 1)
 

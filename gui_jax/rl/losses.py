@@ -1,4 +1,4 @@
-"""RL losses (SPEC §5): PPO-clip policy loss with dual-clip, KL penalties, clipped value loss, entropy.
+"""RL losses (docs/algorithms.md §5): PPO-clip policy loss with dual-clip, KL penalties, clipped value loss, entropy.
 
 Every loss returns `(loss_sum, denominator)` instead of a mean. The trainer sums both over all
 micro-batches of one optimiser step (gradient accumulation, data-parallel shards) and divides once:
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 AGGREGATIONS = ("token_mean", "step_token_mean", "seq_mean_token_mean")
 KL_KINDS = ("kl", "mse", "low_var_kl")
-LOG_RATIO_CLIP = 20.0  # SPEC §5: ρ = exp(clip(logπθ − logπold, −20, 20))
+LOG_RATIO_CLIP = 20.0  # docs/algorithms.md §5: ρ = exp(clip(logπθ − logπold, −20, 20))
 LOW_VAR_KL_CLIP = 10.0  # k3 values are clipped to ±10 for stability (as verl does)
 
 
@@ -98,7 +98,7 @@ def policy_loss_per_token(logp, old_logp, advantages, *, clip_low: float = 0.2, 
 def policy_loss(logp, old_logp, advantages, mask, *, clip_low: float = 0.2, clip_high: float = 0.2,
                 dual_clip: Optional[float] = None, agg: str = "token_mean",
                 step_ids: Optional[jax.Array] = None) -> tuple[jax.Array, jax.Array]:
-    """PPO-clip policy loss (SPEC §5) as (sum, denominator); see module doc for micro-batching."""
+    """PPO-clip policy loss (docs/algorithms.md §5) as (sum, denominator); see module doc for micro-batching."""
     terms = policy_loss_per_token(logp, old_logp, advantages, clip_low=clip_low, clip_high=clip_high,
                                   dual_clip=dual_clip)
     return aggregate(terms["loss"], mask, agg, step_ids)
@@ -173,8 +173,10 @@ def combine_loss(logp, old_logp, advantages, mask, *, ref_logp: Optional[jax.Arr
         kl_sum = jnp.sum(w * kl_penalty(logp, ref_logp, kl_kind))
         total = total + kl_coef * kl_sum
         metrics["kl"] = (kl_sum, denom)
+    # k3 estimate of KL(πold‖πθ) on tokens sampled from πold: with r = πθ/πold = e^lr (lr = the
+    # clipped log πθ − log πold), k3 = r − 1 − log r = e^lr − 1 − lr (≥ 0, unbiased under πold).
     lr = terms["log_ratio"]
-    approx_kl = jnp.exp(-lr) - 1.0 + lr  # k3 estimate of KL(πold‖πθ) on tokens sampled from πold
+    approx_kl = jnp.exp(lr) - 1.0 - lr
     for name, val in (("clip_frac", terms["clipped"]), ("dual_clip_frac", terms["dual_clipped"]),
                       ("approx_kl", approx_kl), ("ratio_mean", terms["ratio"]),
                       ("ratio_sq", jnp.square(terms["ratio"]))):

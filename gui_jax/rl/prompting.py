@@ -1,22 +1,37 @@
 """Prompt building for one agent step: goal, history policy, observation, action dialect.
 
-History policy (SPEC §3): the last K steps are full turns (their screenshot and/or UI text as a
-user turn, the response as written as an assistant turn); older steps are one text line each.
+History window (docs/algorithms.md §3). K = `history_turns` counts the observations in the prompt,
+the current one included (UI-S1 keeps 2 images in total: K = 2 → the previous screenshot + the
+current one). Two modes (`history_mode`):
+  full (UI-S1): every earlier step (the last `max_history_lines`) is an assistant turn holding the
+    response as written or patched; the last K − 1 of them follow a user turn with their observation,
+    older ones have their observation removed (no empty user turn is left behind).
+  compact: the last K − 1 steps as full turns (observation + response); older steps are one text line
+    each ("Earlier steps:"), the form small models learn from fastest.
+Images: the current screenshot is resized to `image_max_pixels`, history screenshots to
+`history_image_max_pixels` (0 = as rendered / same as current), with the Qwen2.5-VL smart resize
+(multiples of 28), so the image processor keeps them as they are; the model's coordinates live in
+the current image's frame (`model_image_size`).
 Observation modes: `screenshot` (pixels, coordinates), `ui_text` (the simplified UI tree as text,
 actions by element index, MobileRL/UI-Genie style), or `both`.
 """
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Optional, Sequence
 
 import numpy as np
+from PIL import Image
 
 from gui_jax.core.dialects import (ActionParseError, expressible, format_response, parse_response,
                                    scale_action_to_image)
 from gui_jax.core.types import Action, Observation, UIElement
+from gui_jax.models.processor import smart_resize, to_rgb_pil
 
 OBSERVATION_MODES = ("screenshot", "ui_text", "both")
+HISTORY_MODES = ("full", "compact")
+IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,10 +39,18 @@ class PromptConfig:
     dialect: str = "ui_s1"
     observation: str = "screenshot"      # screenshot | ui_text | both
     target: str = "coordinate"           # coordinate | element (how point actions are given)
-    history_turns: int = 2               # K: last K steps as full turns (SPEC §3)
-    max_history_lines: int = 10          # older steps kept as one line each
-    ui_text_bounds: bool = False         # add "[x1,y1][x2,y2]" to each UI line (SPEC §10)
+    history_turns: int = 2               # K: observations in the prompt, the current one included
+    history_mode: str = "full"           # full (UI-S1: earlier responses as written) | compact
+    max_history_lines: int = 10          # earlier steps kept (full: text turns, compact: lines); ≤ 0 = all
+    image_max_pixels: int = 0            # current screenshot resized under this area (0 = as rendered)
+    history_image_max_pixels: int = 0    # history screenshots (0 = like the current one)
+    image_min_pixels: int = 56 * 56
+    ui_text_bounds: bool = False         # add "[x1,y1][x2,y2]" to each UI line (docs/algorithms.md §10)
     ui_text_class: bool = True           # keep the widget class (e.g. "Button") in each UI line
+    word_tokens: bool = False            # goal and UI labels written so every word starts after a
+                                         # space (one token form per word: goal words match label
+                                         # tokens); labels show text and content description both
+    ui_text_skip_unlabeled: bool = False  # drop UI lines with no text/description (flags only)
     max_ui_lines: int = 40
     system_prompt: bool = True
     goal_last: bool = False              # repeat the goal after the current observation (short
@@ -40,6 +63,39 @@ class PromptConfig:
             raise ValueError(f"unknown action target {self.target!r}; known: coordinate, element")
         if self.target == "element" and self.observation == "screenshot":
             raise ValueError("target='element' needs the UI tree in the prompt (observation ui_text/both)")
+        if self.history_mode not in HISTORY_MODES:
+            raise ValueError(f"unknown history_mode {self.history_mode!r}; known: {HISTORY_MODES}")
+        if self.history_turns < 0:
+            raise ValueError(f"history_turns (K) must be >= 0, got {self.history_turns}")
+
+
+def _image_max_pixels(cfg: PromptConfig, history: bool) -> int:
+    if history and cfg.history_image_max_pixels > 0:
+        return cfg.history_image_max_pixels
+    return cfg.image_max_pixels
+
+
+def image_size_for(height: int, width: int, cfg: PromptConfig, history: bool = False) -> tuple[int, int]:
+    """(width, height) of the image the model sees for a screenshot of this size."""
+    max_pixels = _image_max_pixels(cfg, history)
+    if max_pixels <= 0:
+        return width, height
+    rh, rw = smart_resize(height, width, IMAGE_FACTOR, cfg.image_min_pixels, max_pixels)
+    return rw, rh
+
+
+def model_image_size(obs: Observation, cfg: PromptConfig) -> tuple[int, int]:
+    """(width, height) of the current-step image: the frame of the model's coordinates."""
+    return image_size_for(obs.screenshot.shape[0], obs.screenshot.shape[1], cfg)
+
+
+def model_image(screenshot: np.ndarray, cfg: PromptConfig, history: bool = False) -> np.ndarray:
+    """The screenshot as the model sees it (bicubic resize, as the image processor does)."""
+    h, w = screenshot.shape[:2]
+    size = image_size_for(h, w, cfg, history)
+    if size == (w, h):
+        return screenshot
+    return np.asarray(to_rgb_pil(screenshot, "screenshot").resize(size, resample=Image.BICUBIC))
 
 
 def _flags(e: UIElement) -> str:
@@ -49,7 +105,7 @@ def _flags(e: UIElement) -> str:
 
 
 def visible_elements(obs: Observation) -> list[UIElement]:
-    """Elements worth showing (SPEC §10 filter): any interaction flag or some text."""
+    """Elements worth showing (docs/algorithms.md §10 filter): any interaction flag or some text."""
     keep = []
     for e in obs.ui_elements:
         interactive = (e.clickable or e.long_clickable or e.scrollable or e.checkable or e.checked
@@ -59,11 +115,21 @@ def visible_elements(obs: Observation) -> list[UIElement]:
     return keep
 
 
+def word_spaced(text: str) -> str:
+    """A space after each opening quote, so a quoted word tokenizes as it does in running text
+    ("the task 'Call plumber'" → "the task ' Call plumber'")."""
+    return re.sub(r"(^|\s)(['\"])(?=\S)", r"\1\2 ", text)
+
+
 def ui_text(obs: Observation, cfg: PromptConfig) -> str:
     """One line per element: `[index] Class;flags;text` (+ bounds when configured)."""
     lines = []
-    for e in visible_elements(obs)[: cfg.max_ui_lines]:
+    shown = [e for e in visible_elements(obs) if e.text or e.content_desc or not cfg.ui_text_skip_unlabeled]
+    for e in shown[: cfg.max_ui_lines]:
         label = (e.text or e.content_desc).replace("\n", " ")[:60]
+        if cfg.word_tokens:
+            both = [" ".join(x.split()) for x in (e.content_desc, e.text) if x]
+            label = " " + word_spaced(" ".join(dict.fromkeys(both)))[:80] if both else ""
         cls = f"{e.cls.rsplit('.', 1)[-1]};" if cfg.ui_text_class else ""
         line = f"[{e.index}] {cls}{_flags(e)};{label}"
         if cfg.ui_text_bounds:
@@ -81,10 +147,10 @@ def system_text(cfg: PromptConfig) -> str:
             "system_button, open, wait, answer, terminate.")
 
 
-def _observation_content(obs: Observation, cfg: PromptConfig, images: list) -> list[dict]:
+def _observation_content(obs: Observation, cfg: PromptConfig, images: list, history: bool = False) -> list[dict]:
     content = []
     if cfg.observation in ("screenshot", "both"):
-        images.append(obs.screenshot)
+        images.append(model_image(obs.screenshot, cfg, history))
         content.append({"type": "image"})
     if cfg.observation in ("ui_text", "both"):
         content.append({"type": "text", "text": "\nUI:\n" + ui_text(obs, cfg)})
@@ -110,16 +176,28 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
     messages: list[dict] = []
     if cfg.system_prompt:
         messages.append({"role": "system", "content": system_text(cfg)})
-    k = max(cfg.history_turns, 0)
-    old, recent = history[: max(len(history) - k, 0)], history[max(len(history) - k, 0):]
+    n_obs = max(cfg.history_turns - 1, 0)  # earlier observations shown (K counts the current one)
+    if cfg.word_tokens:
+        goal = word_spaced(goal)
     intro = f"Goal: {goal}\n"
-    if old:
-        lines = [f"{i + 1}. {action_line(r, cfg.dialect)}" for i, (_, r) in enumerate(old)]
-        intro += "Earlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:]) + "\n"
+    if cfg.history_mode == "full":
+        kept = list(history[-cfg.max_history_lines:]) if cfg.max_history_lines > 0 else list(history)
+        if len(kept) < len(history):
+            intro += f"({len(history) - len(kept)} earlier steps not shown)\n"
+        turns = [(obs if k >= len(kept) - n_obs else None, r) for k, (obs, r) in enumerate(kept)]
+    else:
+        old, recent = history[: max(len(history) - n_obs, 0)], history[max(len(history) - n_obs, 0):]
+        if old:
+            lines = [f"{i + 1}. {action_line(r, cfg.dialect)}" for i, (_, r) in enumerate(old)]
+            intro += "Earlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:]) + "\n"
+        turns = list(recent)
     first = True
-    for obs, response in recent:
-        content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(obs, cfg, images)
-        messages.append({"role": "user", "content": content})
+    for obs, response in turns:
+        if obs is not None or first:
+            content = [{"type": "text", "text": intro}] if first else []
+            if obs is not None:
+                content += _observation_content(obs, cfg, images, history=True)
+            messages.append({"role": "user", "content": content})
         messages.append({"role": "assistant", "content": response})
         first = False
     content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(current, cfg, images)
@@ -134,8 +212,8 @@ def expert_response(action: Action, obs: Observation, cfg: PromptConfig, *, thou
                     element: Optional[int] = None) -> str:
     """The expert action as the model should write it for this prompt configuration.
 
-    Coordinates go from screen pixels into the model image (`image_size`, default the
-    screenshot's size); in element mode point actions carry only the element index. A scroll in
+    Coordinates go from screen pixels into the model image (`image_size`, default the current
+    step's model image, `model_image_size`); in element mode point actions carry only the element index. A scroll in
     a dialect without scroll becomes a finger swipe through the screen centre.
     """
     a = action.replace(action_desc=None)
@@ -146,11 +224,11 @@ def expert_response(action: Action, obs: Observation, cfg: PromptConfig, *, thou
         a = Action(a.type, element=int(idx))
     else:
         if image_size is None:
-            image_size = (obs.screenshot.shape[1], obs.screenshot.shape[0])
+            image_size = model_image_size(obs, cfg)
         a = scale_action_to_image(a.replace(element=None), obs.screen_size, image_size)
         a = a.replace(**{f: round(getattr(a, f)) for f in ("x", "y", "x2", "y2") if getattr(a, f) is not None})
     if a.type == "scroll" and not expressible(a, cfg.dialect):
-        w, h = image_size or (obs.screenshot.shape[1], obs.screenshot.shape[0])
+        w, h = image_size or model_image_size(obs, cfg)
         cx, cy, dx, dy = w // 2, h // 2, w // 4, h // 4
         finger = {"down": (0, -dy), "up": (0, dy), "right": (-dx, 0), "left": (dx, 0)}[a.direction]
         a = Action("swipe", x=cx - finger[0], y=cy - finger[1], x2=cx + finger[0], y2=cy + finger[1])

@@ -1,23 +1,27 @@
-"""Semi-online rollouts over offline expert episodes with the Patch Module (SPEC §3, UI-S1 Alg. 1).
+"""Semi-online rollouts over offline expert episodes with the Patch Module (docs/algorithms.md §3, UI-S1 Alg. 1).
 
 For each episode, N rollouts run in lock-step (batched sampling across all live rollouts).
 At step t the policy answers from its own history; a matching action continues on the expert's
 next screen; a mismatch is patched (response replaced in the history by F(a*, T)) while patches
 used c < ε, else the rollout stops. Every sampled step (the mismatched one included) is kept with
 its rule reward and becomes a training step.
+
+Patch thoughts (UI-S1 Table 1): thought_free → (a*, ∅); off_policy → (a*, M0(I, a*, S_t)), the thought
+written by an auxiliary model (any `Policy`, passed as `aux_policy`) shown the goal, the expert
+action as a hint and the screen, no history; on_policy → (a*, M(I, a*, H_t, S_t)), the policy itself
+prompted with the hint on top of the rollout's own history H_t.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, Sequence
+import re
+from typing import Optional, Sequence
 
-
-from gui_jax.core.dialects import scale_action_to_screen
-from gui_jax.core.dialects import ActionParseError, parse_response
-from gui_jax.core.types import Action, Episode, Observation
-from gui_jax.rewards.rules import judge_response
+from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
+from gui_jax.core.types import Episode, Observation
+from gui_jax.rewards.rules import dialect_requires_thought, judge_response
 from gui_jax.rl.policy import Generation, Policy
-from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_image_size
 
 PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")
 
@@ -29,9 +33,9 @@ class SemiOnlineConfig:
     patch_threshold: int = 1              # ε; -1 = unlimited
     temperature: float = 1.0
     reward_preset: str = "paper"
-    require_thought: bool = False         # thought-free responses count as well-formed
-    bbox_scale: float = 1.2
-    dist_threshold: float = 0.04
+    require_thought: Optional[bool] = None  # None: as the dialect (a thought field → required)
+    bbox_scale: float = 1.2               # matcher: expert bbox enlarged about its centre
+    dist_threshold: float = 0.04          # matcher: normalised L2 radius around the expert point
 
     def __post_init__(self):
         if self.patch_strategy not in PATCH_STRATEGIES:
@@ -51,30 +55,18 @@ class RolloutStep:
     patched: bool
 
 
-# off-policy thought source: (goal, expert action, observation, step instruction) -> thought
-ThoughtFn = Callable[[str, Action, Observation, str], str]
-
-
-def instruction_thought(goal: str, action: Action, obs: Observation, instruction: str) -> str:
-    """Default auxiliary 'model' for off-policy patches: the episode's step instruction."""
-    return instruction or f"I should {action.type} next."
-
-
-def _image_size(obs: Observation) -> tuple[int, int]:
-    return (obs.screenshot.shape[1], obs.screenshot.shape[0])
-
-
 def judge_step(text: str, ep: Episode, t: int, pcfg: PromptConfig, scfg: SemiOnlineConfig):
     """Rule reward of a response at step t of an expert episode.
 
-    The response's coordinates are pixels of the model image (the screenshot as rendered); they
-    are mapped to screen pixels, where the expert action and bbox live, before matching.
+    The response's coordinates are pixels of the model image (`model_image_size`); they are mapped
+    to screen pixels, where the expert action and bbox live, before matching.
     """
     obs = ep.observations[t]
-    image_size = _image_size(obs)
+    image_size = model_image_size(obs, pcfg)
+    require = dialect_requires_thought(pcfg.dialect) if scfg.require_thought is None else scfg.require_thought
     return judge_response(text, pcfg.dialect, ep.actions[t], image_size=obs.screen_size,
                           expert_bbox=ep.target_bboxes[t], preset=scfg.reward_preset,
-                          require_thought=scfg.require_thought, bbox_scale=scfg.bbox_scale,
+                          require_thought=require, bbox_scale=scfg.bbox_scale,
                           dist_threshold=scfg.dist_threshold, elements=element_table(obs),
                           pred_transform=lambda a: scale_action_to_screen(a, image_size, obs.screen_size))
 
@@ -118,8 +110,13 @@ def expert_element(ep: Episode, t: int) -> Optional[int]:
 
 def semi_online_rollouts(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig,
                          scfg: SemiOnlineConfig, *, seed: int,
-                         thought_fn: ThoughtFn = instruction_thought) -> list[RolloutStep]:
-    """Runs N semi-online rollouts per episode; returns every sampled step."""
+                         aux_policy: Optional[Policy] = None) -> list[RolloutStep]:
+    """Runs N semi-online rollouts per episode; returns every sampled step.
+
+    aux_policy: the auxiliary model M0 of off-policy thought patches (required for that strategy)."""
+    if scfg.patch_strategy == "off_policy" and aux_policy is None:
+        raise ValueError("patch_strategy 'off_policy' takes its thoughts from an auxiliary model: pass "
+                         "aux_policy (e.g. an Agent's policy built from rl.patch_aux_checkpoint)")
     n = scfg.num_rollouts
     # live state per (episode, rollout): history [(obs, response)], patches used, alive
     histories = {(e, i): [] for e in range(len(episodes)) for i in range(n)}
@@ -157,7 +154,7 @@ def semi_online_rollouts(policy: Policy, episodes: Sequence[Episode], pcfg: Prom
             else:
                 alive.discard(key)
         if need_hint:
-            thoughts = _patch_thoughts(policy, episodes, need_hint, t, pcfg, scfg, seed, thought_fn)
+            thoughts = _patch_thoughts(policy, aux_policy, episodes, histories, need_hint, t, pcfg, scfg, seed)
             for (key, _), thought in zip(need_hint, thoughts):
                 ep = episodes[key[0]]
                 patched = expert_response(ep.actions[t], ep.observations[t], pcfg, thought=thought,
@@ -167,27 +164,39 @@ def semi_online_rollouts(policy: Policy, episodes: Sequence[Episode], pcfg: Prom
     return out
 
 
-def _patch_thoughts(policy, episodes, items, t, pcfg, scfg, seed, thought_fn) -> list[str]:
+HINT_TEXT = ("Hint: the correct next action is {hint}. Write your reasoning for taking it as if you had "
+             "found it yourself (do not mention the hint), then give the action.")
+
+
+def hint_prompt(goal: str, hint: str, history, obs: Observation, pcfg: PromptConfig):
+    """The thought-patch prompt: the step prompt with the expert action as a hint after the goal
+    (history = the rollout's own H_t for on-policy patches, [] for the auxiliary model)."""
+    return build_messages(f"{goal}\n" + HINT_TEXT.format(hint=hint), history, obs, pcfg)
+
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def thought_of(text: str, dialect: str) -> str:
+    """The thought of a generated patch response: the dialect's thought if it parses, else the
+    first <think>…</think> body (an auxiliary model may answer with the thought alone), else ''."""
+    try:
+        return parse_response(text, dialect)[0]
+    except ActionParseError:
+        m = _THINK.search(text)
+        return m.group(1).strip() if m else ""
+
+
+def _patch_thoughts(policy, aux_policy, episodes, histories, items, t, pcfg, scfg, seed) -> list[str]:
     if scfg.patch_strategy == "thought_free":
         return [""] * len(items)
-    if scfg.patch_strategy == "off_policy":
-        out = []
-        for (e, _), _ in items:
-            ep = episodes[e]
-            out.append(thought_fn(ep.goal, ep.actions[t], ep.observations[t], ep.step_instructions[t]))
-        return out
-    # on_policy: the policy itself, prompted with the expert action as a hint, writes the thought.
+    on_policy = scfg.patch_strategy == "on_policy"
     prompts = []
     for (e, i), _ in items:
         ep = episodes[e]
         hint = expert_response(ep.actions[t], ep.observations[t], pcfg, element=expert_element(ep, t))
-        goal = f"{ep.goal}\nHint: the correct next action is {hint}. Explain why, then act."
-        prompts.append(build_messages(goal, [], ep.observations[t], pcfg))
-    gens = policy.generate(prompts, temperature=scfg.temperature, seed=seed * 7919 + t)
-    thoughts = []
-    for g in gens:
-        try:
-            thoughts.append(parse_response(g.text, pcfg.dialect)[0])
-        except ActionParseError:
-            thoughts.append("")
-    return thoughts
+        # H_t: the history this rollout step was sampled from (the patch is not appended yet).
+        prompts.append(hint_prompt(ep.goal, hint, histories[(e, i)] if on_policy else [], ep.observations[t], pcfg))
+    writer = policy if on_policy else aux_policy
+    gens = writer.generate(prompts, temperature=scfg.temperature, seed=seed * 7919 + t)
+    return [thought_of(g.text, pcfg.dialect) for g in gens]

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs, split_micro_batches
+from gui_jax.rl.batch import TrainSample, make_micro_batches, model_forward_logprobs
 from gui_jax.rl.losses import combine_loss
 from gui_jax.rl.policy import Generation
 from gui_jax.train.checkpoint import Checkpointer
@@ -17,7 +17,7 @@ from gui_jax.train.state import TrainState, Updater, init_train_state, make_opti
 
 
 def rl_loss_fn(graphdef, rest, cfg):
-    """PPO-clip + β·KL (SPEC §5) on one micro-batch; returns (sum, denominator, metrics)."""
+    """PPO-clip + β·KL (docs/algorithms.md §5) on one micro-batch; returns (sum, denominator, metrics)."""
     dual = cfg.get("dual_clip")
 
     def loss(params, batch, rng):
@@ -34,7 +34,8 @@ def rl_loss_fn(graphdef, rest, cfg):
 def make_rl_updater(agent, cfg) -> Updater:
     opt = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                          max_grad_norm=cfg.max_grad_norm)
-    return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg), opt)
+    return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg), opt,
+                   compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
 
 
 def reference_params(agent, workdir: str, given=None):
@@ -60,8 +61,37 @@ class RefLogprobs:
             return model_forward_logprobs(nnx.merge(graphdef, params, rest), batch)[0]
         self._fn = jax.jit(fn)
 
-    def __call__(self, batch: dict) -> np.ndarray:
-        return np.asarray(self._fn(self.ref_params, batch))
+    def __call__(self, batch: dict, params=None) -> np.ndarray:
+        """[B, L] log-probs of the batch's tokens under the reference (or the given `params`)."""
+        return np.asarray(self._fn(self.ref_params if params is None else params, batch))
+
+
+def aggregate_update_metrics(per_step: Sequence[dict]) -> dict:
+    """One metrics dict for an update of several optimizer steps (one per PPO mini-batch).
+
+    Each step's metrics are means over its own tokens; they are combined as a mean weighted by each
+    step's loss denominator `tokens` (exact for token_mean aggregation, where the denominator is the
+    token count); `tokens` is summed, `grad_norm` averaged (with `grad_norm_max`), NaNs skipped.
+    """
+    per_step = list(per_step)
+    if not per_step:
+        return {}
+    w = np.array([float(m.get("tokens", 1.0)) for m in per_step])
+    out = {}
+    for name in per_step[0]:
+        vals = np.array([float(m.get(name, np.nan)) for m in per_step])
+        ok = ~np.isnan(vals)
+        if name == "tokens":
+            out[name] = float(vals.sum())
+        elif name == "grad_norm":
+            out[name] = float(vals[ok].mean()) if ok.any() else float("nan")
+            out["grad_norm_max"] = float(vals[ok].max()) if ok.any() else float("nan")
+        elif ok.any() and w[ok].sum() > 0:
+            out[name] = float(np.sum(vals[ok] * w[ok]) / np.sum(w[ok]))
+        else:
+            out[name] = float("nan")
+    out["mini_batches"] = len(per_step)
+    return out
 
 
 def samples_from_generations(gens: Sequence[Generation], advantages: Sequence[float]) -> list[TrainSample]:
@@ -76,8 +106,10 @@ def samples_from_generations(gens: Sequence[Generation], advantages: Sequence[fl
 
 def micro_batches(agent, samples: Sequence[TrainSample], cfg, ref: Optional[RefLogprobs]) -> list[dict]:
     out = []
-    for mb in split_micro_batches(samples, cfg.micro_batch_size):
-        b = build_batch(mb, agent.model_config, pad_id=agent.tokenizer.pad_id, rows=cfg.micro_batch_size)
+    # packing: several steps per row of cfg.row_length tokens (gui_jax/rl/batch.py); rows per micro-batch fixed.
+    for b in make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,
+                                micro_batch_size=cfg.micro_batch_size, packing=bool(cfg.get("packing", False)),
+                                row_length=cfg.get("row_length") or None):
         if ref is not None and cfg.kl_coef > 0:
             b["ref_logp"] = ref(b) * b["loss_mask"]
         out.append(b)
@@ -132,11 +164,17 @@ class RLRun:
         self.agent, self.cfg, self.prefix, self.logger = agent, cfg, prefix, logger
         self.updater = make_rl_updater(agent, cfg)
         self.ref = RefLogprobs(agent, reference_params(agent, workdir, ref_params)) if cfg.kl_coef > 0 else None
+        # recompute_old_logprobs: π_old = the training forward at the start of the update instead of
+        # the sampler's logprobs (they differ when the sampler runs in bf16 or another kernel).
+        self.old_logp = None
+        if cfg.get("recompute_old_logprobs", False):
+            self.old_logp = self.ref if self.ref is not None else RefLogprobs(agent, None)
         self.ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
         self.state, extra = self.ck.start(agent, self.updater, cfg.seed)
         self.data = iter(make_pipeline(_Indices(n_episodes), seed=cfg.seed,
                                        batch_size=min(cfg.episodes_per_iteration, n_episodes), shard_index=0,
                                        shard_count=1, batch_fn=list_batch, num_threads=0))
+        self.restored_extra = extra  # what the latest checkpoint carried ({} on a fresh start)
         self.iteration = int(extra.get("iteration", 0))
         if extra:
             self.data.set_state(extra["data"])
@@ -148,30 +186,47 @@ class RLRun:
 
     @property
     def running(self) -> bool:
+        from gui_jax.train.fit import Preempted, install_sigterm_handler, sigterm_requested
+        install_sigterm_handler()  # SIGTERM (preemption): checkpoint at this iteration, exit 143
+        if sigterm_requested() and self.iteration < self.cfg.iterations:
+            self.ck.maybe_save(self.state, self.iteration, self.checkpoint_extra(), last=True)
+            self.close()
+            raise Preempted(f"{self.prefix}: SIGTERM; checkpoint saved at iteration {self.iteration}")
         stop = self.cfg.get("stop_after_steps")
         if stop is not None and self.done_this_run >= stop and self.iteration < self.cfg.iterations:
             from gui_jax.train.fit import StopRequested
-            self.ck.maybe_save(self.state, self.iteration, {"data": self.data.get_state()}, last=True)
+            self.ck.maybe_save(self.state, self.iteration, self.checkpoint_extra(), last=True)
             self.close()
             raise StopRequested(f"{self.prefix}: stopped after {self.done_this_run} iterations as configured")
         return self.iteration < self.cfg.iterations
+
+    def checkpoint_extra(self) -> dict:
+        """The JSON side state saved with each checkpoint; trainers with more state (replay buffers,
+        curricula) override it and read theirs back from `restored_extra`."""
+        return {"data": self.data.get_state()}
 
     def next_episodes(self) -> list[int]:
         return next(self.data)
 
     def update(self, samples: Sequence[TrainSample]) -> dict:
         """`num_mini_batches` optimizer steps over `samples` (verl's ppo mini-batches; later ones are
-        off-policy by then, which the PPO ratio accounts for); syncs the sampler's weights."""
+        off-policy by then, which the PPO ratio accounts for); syncs the sampler's weights. Returns
+        the metrics of all the steps together (`aggregate_update_metrics`)."""
         if not samples:
             return {}
         n_mb = max(1, min(self.cfg.get("num_mini_batches", 1), len(samples)))
         size = -(-len(samples) // n_mb)
-        metrics = {}
-        for k in range(0, len(samples), size):
-            self.state, metrics = self.updater.step(
-                self.state, micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref))
+        mini = [micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref)
+                for k in range(0, len(samples), size)]
+        if self.old_logp is not None:  # before any step: the steps donate (invalidate) the params
+            for batch in (b for mbs in mini for b in mbs):
+                batch["old_logp"] = self.old_logp(batch, self.state.params) * batch["loss_mask"]
+        per_step = []
+        for mbs in mini:
+            self.state, metrics = self.updater.step(self.state, mbs)
+            per_step.append(metrics)
         self.agent.set_params(self.state.params)
-        return metrics
+        return aggregate_update_metrics(per_step)
 
     def end_iteration(self, metrics: dict) -> None:
         self.iteration += 1
@@ -182,7 +237,7 @@ class RLRun:
         self.pbar.update(1)
         if "reward_mean" in metrics:
             self.pbar.set_postfix(reward=f"{metrics['reward_mean']:.3f}")
-        self.ck.maybe_save(self.state, self.iteration, {"data": self.data.get_state()},
+        self.ck.maybe_save(self.state, self.iteration, self.checkpoint_extra(),
                            last=self.iteration >= self.cfg.iterations)
 
     def close(self) -> dict:

@@ -1,4 +1,4 @@
-"""Semi-online RL trainer (UI-S1, SPEC §3–§5) and the offline-RL baseline.
+"""Semi-online RL trainer (UI-S1, docs/algorithms.md §3–§5) and the offline-RL baseline.
 
 Semi-online: per iteration, a batch of expert episodes; N Patch-Module rollouts each; rule step
 rewards; discounted returns with step- and episode-level advantages; dynamic sampling; one (or
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
+from absl import logging
 
 from gui_jax.core.types import Episode
 from gui_jax.rl.advantages import dynamic_sampling_keep, grpo_trajectory, ui_s1_semi_online
@@ -21,15 +22,52 @@ from gui_jax.train.rl_common import RLRun, samples_from_generations
 from gui_jax.train.sft import expert_history
 
 
+DYNAMIC_SAMPLING_SHORT = ("log", "raise")
+
+
 def scfg_from(cfg) -> SemiOnlineConfig:
+    """The rollout settings of an `rl` config block (require_thought None = from the dialect)."""
     return SemiOnlineConfig(num_rollouts=cfg.num_rollouts, patch_strategy=cfg.patch_strategy,
                             patch_threshold=cfg.patch_threshold, temperature=cfg.temperature,
-                            reward_preset=cfg.reward_preset, require_thought=cfg.require_thought)
+                            reward_preset=cfg.reward_preset, require_thought=cfg.get("require_thought"),
+                            bbox_scale=cfg.get("bbox_scale", 1.2), dist_threshold=cfg.get("dist_threshold", 0.04))
 
 
-def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pcfg, cfg, seed: int):
+def aux_policy_from(agent, cfg):
+    """The auxiliary thought model of off-policy patches: a Qwen2.5-VL checkpoint folder named by
+    `rl.patch_aux_checkpoint` (same model settings as the agent), or None when not configured."""
+    path = cfg.get("patch_aux_checkpoint") or ""
+    if not path:
+        return None
+    import ml_collections
+
+    from gui_jax.rl.agent import Agent
+    model = ml_collections.ConfigDict(agent.cfg.to_dict())
+    model.checkpoint = path
+    return Agent(ml_collections.ConfigDict({"model": model})).policy
+
+
+def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: str = "log") -> list:
+    """Dynamic sampling's batch: the first `target` kept groups. Fewer after the last try: a warning
+    (on_short='log') or a RuntimeError (on_short='raise')."""
+    if on_short not in DYNAMIC_SAMPLING_SHORT:
+        raise ValueError(f"unknown rl.dynamic_sampling_short {on_short!r}; known: {DYNAMIC_SAMPLING_SHORT}")
+    if len(groups) >= target:
+        return groups[:target]
+    msg = (f"dynamic sampling kept {len(groups)} of {target} task groups after {tries} tries (a group "
+           f"needs step-0 return std > η = {eta}); lower rl.dynamic_sampling_eta or raise "
+           "rl.dynamic_sampling_max_tries")
+    if on_short == "raise":
+        raise RuntimeError(msg + ", or set rl.dynamic_sampling_short='log' to train on a short batch")
+    logging.warning("%s; training on the short batch", msg)
+    return groups
+
+
+def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pcfg, cfg, seed: int,
+                      aux_policy=None):
     """Rollouts for the episodes `idx` → (steps, advantages per step, returns, keep mask per step)."""
-    steps = semi_online_rollouts(agent.policy, [episodes[i] for i in idx], pcfg, scfg_from(cfg), seed=seed)
+    steps = semi_online_rollouts(agent.policy, [episodes[i] for i in idx], pcfg, scfg_from(cfg), seed=seed,
+                                 aux_policy=aux_policy)
     n = cfg.num_rollouts
     rewards = np.array([s.reward for s in steps], np.float32)
     traj = np.array([s.episode_index * n + s.rollout for s in steps], np.int32)
@@ -37,7 +75,7 @@ def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pc
     group = np.array([s.episode_index for s in steps], np.int32)
     mismatch = np.array([s.mismatch for s in steps], bool)
     adv = ui_s1_semi_online(rewards, traj, step_idx, group, mismatch, gamma=cfg.gamma, omega=cfg.omega,
-                            cut_at_mismatch=cfg.cut_at_mismatch)
+                            cut_at_mismatch=cfg.cut_at_mismatch, episode_level=cfg.get("episode_level", "paper"))
     keep = np.ones(len(steps), bool)
     if cfg.dynamic_sampling:
         first = step_idx == 0
@@ -50,27 +88,40 @@ def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pc
 
 def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
                       logger: Optional[MetricsLogger] = None, prefix: str = "rl",
-                      ref_params=None) -> dict:
-    """Trains agent.params in place; resumable from `workdir` checkpoints. cfg: the `rl` block."""
+                      ref_params=None, aux_policy=None) -> dict:
+    """Trains agent.params in place; resumable from `workdir` checkpoints. cfg: the `rl` block.
+
+    aux_policy: the off-policy patch's thought model (default: built from rl.patch_aux_checkpoint).
+    Dynamic sampling draws rollout batches until `episodes_per_iteration` task groups pass the
+    filter (at most dynamic_sampling_max_tries), then trains on exactly that many groups."""
+    if aux_policy is None and cfg.patch_strategy == "off_policy":
+        aux_policy = aux_policy_from(agent, cfg)
     run = RLRun(agent, len(episodes), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger)
     target_groups = min(cfg.episodes_per_iteration, len(episodes))
     while run.running:
-        gens, advs, stats = [], [], {"reward": [], "exact": [], "kept_groups": 0, "tries": 0, "steps": 0}
+        groups, stats = [], {"reward": [], "exact": [], "tries": 0, "steps": 0}
         for attempt in range(max(cfg.dynamic_sampling_max_tries, 1)):
             steps, adv, _, keep = semi_online_batch(agent, episodes, run.next_episodes(), pcfg, cfg,
-                                                    seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt)
+                                                    seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt,
+                                                    aux_policy=aux_policy)
             stats["tries"] += 1
             stats["steps"] += len(steps)
             stats["reward"] += [s.reward for s in steps]
             stats["exact"] += [float(s.exact_match) for s in steps]
-            stats["kept_groups"] += len({s.episode_index for s, k in zip(steps, keep) if k})
-            gens += [s.generation for s, k in zip(steps, keep) if k]
-            advs += [a for a, k in zip(adv, keep) if k]
-            if stats["kept_groups"] >= target_groups:
+            by_group: dict[int, list] = {}
+            for s, a, k in zip(steps, adv, keep):
+                if k:
+                    by_group.setdefault(s.episode_index, []).append((s.generation, a))
+            groups += [by_group[g] for g in sorted(by_group)]
+            if len(groups) >= target_groups:
                 break
+        groups = trim_groups(groups, target_groups, tries=stats["tries"], eta=cfg.dynamic_sampling_eta,
+                             on_short=cfg.get("dynamic_sampling_short", "log"))
+        gens = [g for grp in groups for g, _ in grp]
+        advs = [a for grp in groups for _, a in grp]
         metrics = {"reward_mean": float(np.mean(stats["reward"])), "step_match": float(np.mean(stats["exact"])),
-                   "kept_groups": stats["kept_groups"], "sampling_tries": stats["tries"],
-                   "rollout_steps": stats["steps"]}
+                   "kept_groups": len(groups), "sampling_tries": stats["tries"],
+                   "sampling_short": float(len(groups) < target_groups), "rollout_steps": stats["steps"]}
         metrics.update(run.update(samples_from_generations(gens, advs)))
         run.end_iteration(metrics)
     return run.close()

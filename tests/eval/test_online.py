@@ -8,7 +8,8 @@ from gui_jax.eval.online import online_metrics, run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
 
-PCFG = PromptConfig(dialect="ui_genie", observation="ui_text", target="coordinate", history_turns=0)
+PCFG = PromptConfig(dialect="ui_genie", observation="ui_text", target="coordinate", history_turns=0,
+                    history_mode="compact")
 TASKS = [make_task("settings.bluetooth_on", 0), make_task("music.play", 3), make_task("expenses.amount", 5)]
 
 

@@ -126,7 +126,9 @@ def test_combine_loss_adds_kl_and_metrics():
     np.testing.assert_allclose(fin["kl"], 0.75, atol=1e-6)
     np.testing.assert_allclose(fin["ratio_mean"], (math.exp(0.5) + 1) / 2, atol=1e-6)
     np.testing.assert_allclose(fin["ratio_std"], (math.exp(0.5) - 1) / 2, atol=1e-5)
-    np.testing.assert_allclose(fin["approx_kl"], (math.exp(-0.5) - 1 + 0.5) / 2, atol=1e-6)
+    # k3 of KL(πold‖πθ) with lr = logπθ − logπold = (0.5, 0): (e^0.5 − 1 − 0.5 + 0)/2 = 0.0743606.
+    np.testing.assert_allclose(fin["approx_kl"], 0.0743606, atol=1e-6)
+    np.testing.assert_allclose(fin["approx_kl"], (math.exp(0.5) - 1 - 0.5) / 2, atol=1e-7)
 
 
 @pytest.mark.parametrize("agg", L.AGGREGATIONS)

@@ -1,4 +1,4 @@
-"""Patch Module semantics (SPEC §3) with scripted policies."""
+"""Patch Module semantics (docs/algorithms.md §3) with scripted policies."""
 
 import pytest
 
@@ -16,8 +16,9 @@ def _step_of(messages):
 
 
 def _policy(wrong_steps):
-    """Correct except at the given step indices."""
-    return ScriptedPolicy(lambda goal, msgs, _: click_response(_step_of(msgs), _step_of(msgs) not in wrong_steps))
+    """Correct except at the given step indices (with a thought: ui_s1 requires one by default)."""
+    return ScriptedPolicy(lambda goal, msgs, _: click_response(_step_of(msgs), _step_of(msgs) not in wrong_steps,
+                                                               thought=f"step {_step_of(msgs)}"))
 
 
 def test_all_correct_runs_whole_episode():
@@ -50,21 +51,44 @@ def test_patched_history_holds_the_expert_action():
     assert hist == ['<think></think>\n<action>{"action": "click", "coordinate": [30, 30]}</action>']
 
 
-def test_off_and_on_policy_patch_thoughts():
-    ep = make_episode(n=2)
-    pol = _policy({0})
-    semi_online_rollouts(pol, [ep], PCFG, SemiOnlineConfig(num_rollouts=1, patch_strategy="off_policy"), seed=0)
-    assert "<think>tap item 0</think>" in [m["content"] for m in pol.calls[1][0][0] if m["role"] == "assistant"][0]
+def test_off_policy_patch_thought_comes_from_the_auxiliary_model():
+    ep = make_episode(n=3)
+    pol = _policy({1})
+    aux = ScriptedPolicy(lambda goal, msgs, text: "<think>the list shows item 1, tap it</think>")
+    with pytest.raises(ValueError, match="aux_policy"):
+        semi_online_rollouts(pol, [ep], PCFG, SemiOnlineConfig(num_rollouts=1, patch_strategy="off_policy"), seed=0)
+    semi_online_rollouts(pol, [ep], PCFG, SemiOnlineConfig(num_rollouts=1, patch_strategy="off_policy"), seed=0,
+                         aux_policy=aux)
+    # M0(I, a*, S_t): one call for the step-1 patch, hint = the expert action in image pixels, no history.
+    assert len(aux.calls) == 1 and len(pol.calls) == 3  # the policy only samples steps 0, 1, 2
+    (aux_msgs, aux_images), = aux.calls[0]
+    aux_text = aux_msgs[1]["content"][0]["text"]
+    assert 'Hint: the correct next action is <think></think>\n<action>{"action": "click", "coordinate": [30, 60]}' \
+        in aux_text
+    assert not [m for m in aux_msgs if m["role"] == "assistant"] and len(aux_images) == 1
+    # Step 2's history holds the patch: the aux thought + the expert action (30, 60) = screen (300, 600) / 10.
+    hist = [m["content"] for m in pol.calls[2][0][0] if m["role"] == "assistant"]
+    assert hist[1] == ('<think>the list shows item 1, tap it</think>\n'
+                       '<action>{"action": "click", "coordinate": [30, 60]}</action>')
+
+
+def test_on_policy_patch_conditions_on_the_rollout_history():
+    ep = make_episode(n=3)
 
     def script(goal, msgs, text):
         if "Hint:" in text:
             return click_response(0, True, thought="because the hint says so")
-        return click_response(_step_of(msgs), _step_of(msgs) != 0)
+        return click_response(_step_of(msgs), _step_of(msgs) != 1, thought=f"my step {_step_of(msgs)}")
     pol = ScriptedPolicy(script)
     semi_online_rollouts(pol, [ep], PCFG, SemiOnlineConfig(num_rollouts=1, patch_strategy="on_policy"), seed=0)
-    assert len(pol.calls) == 3  # step 0, the hint call, step 1
-    patched = [m["content"] for m in pol.calls[2][0][0] if m["role"] == "assistant"][0]
-    assert patched.startswith("<think>because the hint says so</think>")
+    assert len(pol.calls) == 4  # step 0, step 1, the hint call for step 1, step 2
+    # M(I, a*, H_t, S_t): the hint prompt carries H_1 = step 0's response as the policy wrote it.
+    hint_msgs = pol.calls[2][0][0]
+    assert [m["content"] for m in hint_msgs if m["role"] == "assistant"] == [
+        '<think>my step 0</think>\n<action>{"action": "click", "coordinate": [30, 30]}</action>']
+    patched = [m["content"] for m in pol.calls[3][0][0] if m["role"] == "assistant"][1]
+    assert patched == ('<think>because the hint says so</think>\n'
+                       '<action>{"action": "click", "coordinate": [30, 60]}</action>')
 
 
 def test_sop_is_greedy_stop_at_first_mismatch():

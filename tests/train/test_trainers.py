@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
-from gui_jax.rl.prompting import PromptConfig
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
 from gui_jax.rl.agent import Agent
 from gui_jax.train.config_blocks import model_block, rl_block, sft_block
 from gui_jax.train.fit import StopRequested
-from gui_jax.train.rl_common import samples_from_generations
+from gui_jax.train.rl_common import RLRun, samples_from_generations
 from gui_jax.train.semi_online import train_semi_online
 from gui_jax.train.sft import train_sft
 
@@ -32,7 +32,7 @@ def _agent(seed=0):
 @pytest.mark.parametrize("observation,target", [("ui_text", "element"), ("screenshot", "coordinate")])
 def test_training_logprobs_equal_sampler_logprobs(episodes, observation, target):
     agent = _agent()
-    pcfg = PromptConfig(observation=observation, target=target, history_turns=1)
+    pcfg = PromptConfig(observation=observation, target=target, history_turns=2)  # previous + current screen
     steps = semi_online_rollouts(agent.policy, episodes[:2], pcfg,
                                  SemiOnlineConfig(num_rollouts=2, patch_threshold=-1, temperature=1.0), seed=3)
     samples = samples_from_generations([s.generation for s in steps], [1.0] * len(steps))
@@ -88,3 +88,24 @@ def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
         moved |= not np.allclose(np.asarray(x), np.asarray(z))
     assert moved  # the updates did something
+
+
+def test_update_recomputes_old_logprobs_and_reports_all_mini_batches(episodes, tmp_path):
+    """recompute_old_logprobs: π_old = the training forward at the update's start, so with lr 0 every
+    ratio is exactly 1 (approx_kl 0) although the samples carry made-up old logprobs (all 0); the
+    metrics cover both mini-batches (tokens = every response token)."""
+    agent = _agent()
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
+    gens = [agent.policy.encode(build_messages(ep.goal, [], ep.observations[0], pcfg),
+                                expert_response(ep.actions[0], ep.observations[0], pcfg, element=0))
+            for ep in episodes]
+    samples = samples_from_generations(gens, [1.0, -1.0, 0.5])
+    assert all(not s.old_logprobs.any() for s in samples)
+    cfg = rl_block()
+    cfg.kl_coef, cfg.num_mini_batches, cfg.micro_batch_size, cfg.learning_rate = 0.0, 2, 2, 0.0
+    cfg.recompute_old_logprobs = True
+    metrics = RLRun(agent, len(episodes), cfg, workdir=str(tmp_path), prefix="rl").update(samples)
+    assert metrics["mini_batches"] == 2
+    assert metrics["tokens"] == sum(s.response_ids.size for s in samples)
+    assert abs(metrics["ratio_mean"] - 1.0) < 1e-6 and abs(metrics["approx_kl"]) < 1e-6
+    assert metrics["clip_frac"] == 0.0
