@@ -7,7 +7,7 @@ Each record is a `tf.train.Example` with features
 `read_androidcontrol` turns them into core `Episode`s; `write_androidcontrol_tfrecord` writes the
 same schema (used by tests and to export episodes).
 
-Action mapping (AndroidControl / AndroidWorld json_action → canonical, SPEC §1):
+Action mapping (AndroidControl / AndroidWorld json_action → canonical, docs/algorithms.md §1):
   click → click(x,y); long_press → long_press(x,y); scroll(direction) → scroll(direction);
   swipe(direction) → scroll(opposite); open_app(app_name) → open(text); input_text(text) →
   type(text); type(x,y,text) → type(text,x,y) (the click + Enter it implies are not separate
@@ -15,7 +15,7 @@ Action mapping (AndroidControl / AndroidWorld json_action → canonical, SPEC §
   wait → wait(time=1.0) (AndroidWorld sleeps 1 s; the data carries no duration);
   answer(text) → answer(text); status(goal_status complete|infeasible) → terminate(success|failure).
 
-Scroll direction. SPEC §1 uses the *content* direction (scroll down = finger swipes up).
+Scroll direction. docs/algorithms.md §1 uses the *content* direction (scroll down = finger swipes up).
 AndroidControl's `scroll` belongs to the AndroidWorld json_action family, whose executor performs
 `scroll down` as a finger move from the centre to the top edge (finger up) and defines `swipe` as
 its inverse. So AndroidControl's scroll direction already is the content direction and maps
@@ -34,9 +34,10 @@ import numpy as np
 from PIL import Image
 
 from gui_jax.core.types import Action, ActionError, Episode, Observation, UIElement
-from gui_jax.data.tfrecord import (ProtoWireError, TFRecordError, encode_example, iter_proto_fields,
-                                   iter_tfrecord, len_field, encode_varint, parse_example, to_int64,
-                                   write_tfrecord)
+from google.protobuf.message import DecodeError
+
+from gui_jax.data.protos import NODE_FLAGS, NODE_STRINGS, accessibility_forest_messages
+from gui_jax.data.tfrecord import TFRecordError, encode_example, iter_tfrecord, parse_example, write_tfrecord
 
 WAIT_SECONDS = 1.0
 _OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
@@ -163,73 +164,39 @@ def action_to_androidcontrol(a: Action, *, scroll_convention: str = "content") -
 
 # ----------------------------------------------------------------------------- accessibility trees
 
-# AndroidAccessibilityNodeInfo field numbers (android_env/proto/a11y) we keep, and the
-# UIElement attribute each fills.
-_NODE_STR = {3: "cls", 4: "content_desc", 7: "text", 10: "resource_id"}
-_NODE_BOOL = {12: "checkable", 13: "checked", 14: "clickable", 16: "enabled", 17: "focusable",
-              18: "focused", 19: "long_clickable", 20: "password", 21: "scrollable", 22: "selected"}
-
-
-def _parse_rect(buf) -> tuple[int, int, int, int]:
-    r = [0, 0, 0, 0]
-    for num, wire, v in iter_proto_fields(buf):
-        if 1 <= num <= 4 and wire == 0:
-            r[num - 1] = to_int64(v)
-    return tuple(r)
+_FOREST = accessibility_forest_messages()["AndroidAccessibilityForest"]
+_RECT = ("left", "top", "right", "bottom")
 
 
 def parse_accessibility_forest(data: bytes) -> list[UIElement]:
     """UI elements of every node of every window of an AndroidAccessibilityForest, in order.
 
-    Forest{windows=1}, Window{tree=11}, Tree{nodes=1}, Node{bounds_in_screen=2, class_name=3,
-    content_description=4, text=7, view_id_resource_name=10, is_* flags 12..22}.
-    Raises ValueError on malformed input.
+    Schema: `gui_jax.data.protos.accessibility_forest_messages`. Raises ValueError on malformed input.
     """
-    elements: list[UIElement] = []
     try:
-        for wnum, wwire, window in iter_proto_fields(memoryview(data)):
-            if wnum != 1 or wwire != 2:
-                continue
-            for tnum, twire, tree in iter_proto_fields(window):
-                if tnum != 11 or twire != 2:
-                    continue
-                for nnum, nwire, node in iter_proto_fields(tree):
-                    if nnum != 1 or nwire != 2:
-                        continue
-                    kw: dict[str, Any] = {"enabled": False}  # proto3 default is false
-                    bounds = (0, 0, 0, 0)
-                    for fnum, fwire, v in iter_proto_fields(node):
-                        if fnum == 2 and fwire == 2:
-                            bounds = _parse_rect(v)
-                        elif fnum in _NODE_STR and fwire == 2:
-                            kw[_NODE_STR[fnum]] = bytes(v).decode("utf-8")
-                        elif fnum in _NODE_BOOL and fwire == 0:
-                            kw[_NODE_BOOL[fnum]] = bool(v)
-                    kw.setdefault("cls", "")
-                    elements.append(UIElement(index=len(elements), bounds=bounds, **kw))
-    except (ProtoWireError, UnicodeDecodeError) as e:
-        raise ValueError(f"malformed AndroidAccessibilityForest: {e}") from None
+        forest = _FOREST.FromString(data)
+    except DecodeError as e:
+        raise ValueError(f"malformed AndroidAccessibilityForest ({len(data)} bytes): {e}") from None
+    elements: list[UIElement] = []
+    for window in forest.windows:
+        for node in window.tree.nodes:
+            kw: dict[str, Any] = {attr: getattr(node, name) for name, _, attr in NODE_STRINGS + NODE_FLAGS}
+            bounds = tuple(getattr(node.bounds_in_screen, side) for side in _RECT)
+            elements.append(UIElement(index=len(elements), bounds=bounds, **kw))
     return elements
 
 
 def encode_accessibility_forest(elements: Sequence[UIElement]) -> bytes:
     """One window holding `elements` as flat nodes (for fixtures; inverse of the parser)."""
-    inv_str = {v: k for k, v in _NODE_STR.items()}
-    inv_bool = {v: k for k, v in _NODE_BOOL.items()}
-    nodes = b""
+    forest = _FOREST()
+    nodes = forest.windows.add().tree.nodes
     for uid, e in enumerate(elements):
-        node = encode_varint(1 << 3) + encode_varint(uid)
-        rect = b"".join(encode_varint(i << 3) + encode_varint(int(v)) for i, v in enumerate(e.bounds, 1))
-        node += len_field(2, rect)
-        for attr, num in sorted(inv_str.items(), key=lambda kv: kv[1]):
-            s = getattr(e, attr)
-            if s:
-                node += len_field(num, s.encode("utf-8"))
-        for attr, num in sorted(inv_bool.items(), key=lambda kv: kv[1]):
-            if getattr(e, attr):
-                node += encode_varint(num << 3) + encode_varint(1)
-        nodes += len_field(1, node)
-    return len_field(1, len_field(11, nodes))
+        node = nodes.add(unique_id=uid)
+        for side, v in zip(_RECT, e.bounds):
+            setattr(node.bounds_in_screen, side, int(v))
+        for name, _, attr in NODE_STRINGS + NODE_FLAGS:
+            setattr(node, name, getattr(e, attr))
+    return forest.SerializeToString(deterministic=True)
 
 
 def target_bbox_from_elements(elements: Sequence[UIElement], action: Action) -> Optional[tuple]:

@@ -5,14 +5,23 @@ or `{"type": "image", "image": PIL | uint8 HxWx3}` (as in HF, any item with an "
 "image_url" key is an image). `render_chat` produces exactly the string transformers renders with
 the Qwen2.5-VL chat template (a default system turn is added when the first message is not a
 system message), optionally with each image's `<|image_pad|>` expanded to its token count.
+
+A Hugging Face checkpoint may bring its own chat template (`load_chat_template(dir)`); `render_chat(...,
+template=...)` then renders that Jinja template the way transformers' `apply_chat_template` does.
 """
 from __future__ import annotations
 
+import functools
+import json
+import os
 from typing import Any, Mapping, Optional, Sequence
 
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
 import numpy as np
 
-from gui_jax.models.processor import IMAGE_PAD, ImageLike, ImageProcessor, tokens_per_image
+from gui_jax.models.processor import IMAGE_PAD, ImageLike, ImageProcessor, expand_image_pads, tokens_per_image
 from gui_jax.models.tokenizer import Tokenizer
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -51,20 +60,82 @@ def image_items(messages: Sequence[Message]) -> list[Mapping[str, Any]]:
             for item in m["content"] if _is_image(item)]
 
 
+# ----------------------------------------------------------------------------- checkpoint templates
+
+
+def load_chat_template(path: str) -> Optional[str]:
+    """The chat template a Hugging Face checkpoint directory brings, or None when it has none.
+
+    Looked up, in order, in chat_template.jinja (newer saves), chat_template.json ({"chat_template": str})
+    and tokenizer_config.json ("chat_template": a string, or a list of {name, template} with a "default").
+    """
+    jinja_file = os.path.join(path, "chat_template.jinja")
+    if os.path.isfile(jinja_file):
+        with open(jinja_file, encoding="utf-8") as f:
+            return f.read()
+    for name in ("chat_template.json", "tokenizer_config.json"):
+        file = os.path.join(path, name)
+        if not os.path.isfile(file):
+            continue
+        try:
+            with open(file, encoding="utf-8") as f:
+                template = json.load(f).get("chat_template")
+        except (json.JSONDecodeError, AttributeError) as e:
+            raise ValueError(f"{file}: not a JSON object ({e})") from None
+        if isinstance(template, list):  # named templates: use the default one
+            named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+            template = named.get("default")
+        if template is not None:
+            if not isinstance(template, str):
+                raise ValueError(f"{file}: chat_template must be a string, got {type(template).__name__}")
+            return template
+    return None
+
+
+def _raise_template_error(message: str):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_template(template: str) -> jinja2.Template:
+    # The environment HF chat templates are written for: sandboxed, trim/lstrip blocks, loop controls,
+    # raise_exception() and a tojson that keeps non-ASCII text.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                                       extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda x, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys)
+    env.globals["raise_exception"] = _raise_template_error
+    try:
+        return env.from_string(template)
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        raise ValueError(f"chat template does not compile (line {e.lineno}): {e.message}") from None
+
+
 def render_chat(
     messages: Sequence[Message],
     add_generation_prompt: bool = False,
     image_token_counts: Optional[Sequence[int]] = None,
     add_vision_id: bool = False,
     default_system: Optional[str] = DEFAULT_SYSTEM_PROMPT,
+    template: Optional[str] = None,
 ) -> str:
     """The Qwen2.5-VL chat string. With `image_token_counts`, image k gets that many pads
     (else one placeholder pad per image, as the template itself writes). `default_system=None`
-    drops the implicit system turn (then output differs from the HF template)."""
+    drops the implicit system turn (then output differs from the HF template). `template`: a
+    checkpoint's Jinja chat template to render instead of the built-in layout (`default_system`
+    is then the template's business)."""
     _check_messages(messages)
     n_images = len(image_items(messages))
     if image_token_counts is not None and len(image_token_counts) != n_images:
         raise ValueError(f"messages contain {n_images} images but {len(image_token_counts)} token counts were given")
+    if template is not None:
+        try:
+            text = _compiled_template(template).render(
+                messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
+                add_vision_id=add_vision_id)
+        except jinja2.exceptions.TemplateError as e:
+            raise ValueError(f"chat template failed: {e}") from None
+        return text if image_token_counts is None else expand_image_pads(text, image_token_counts)
     out: list[str] = []
     image_idx = video_idx = 0
     for i, m in enumerate(messages):
@@ -125,6 +196,10 @@ def build_inputs(
     vis = image_processor(list(images))
     counts = tokens_per_image(vis["image_grid_thw"], image_processor.merge_size)
     text = render_chat(messages, add_generation_prompt, image_token_counts=counts, **render_kwargs)
+    default_system = render_kwargs.get("default_system", DEFAULT_SYSTEM_PROMPT)
+    if render_kwargs.get("template") is not None:  # did the checkpoint's template add a system turn?
+        added = bool(messages) and messages[0]["role"] != "system" and text.startswith(f"{IM_START}system")
+        default_system = DEFAULT_SYSTEM_PROMPT if added else None
     ids = np.asarray(tokenizer.encode(text), dtype=np.int32)
     is_image = ids == tokenizer.image_pad_id
     if int(is_image.sum()) != sum(counts):
@@ -138,8 +213,7 @@ def build_inputs(
         "image_grid_thw": vis["image_grid_thw"],
         "mm_token_type_ids": is_image.astype(np.int32),
         "assistant_mask": assistant_token_mask(
-            ids, messages, tokenizer, add_generation_prompt,
-            default_system=render_kwargs.get("default_system", DEFAULT_SYSTEM_PROMPT)),
+            ids, messages, tokenizer, add_generation_prompt, default_system=default_system),
     }
 
 

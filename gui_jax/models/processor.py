@@ -9,7 +9,10 @@ sees grid_t*grid_h*grid_w / merge**2 image tokens per image.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -21,6 +24,7 @@ OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 DEFAULT_MIN_PIXELS = 56 * 56
 DEFAULT_MAX_PIXELS = 28 * 28 * 1280
 IMAGE_PAD = "<|image_pad|>"
+PREPROCESSOR_CONFIG = "preprocessor_config.json"  # a Hugging Face checkpoint's image processor settings
 
 ImageLike = Union[Image.Image, np.ndarray]
 
@@ -112,6 +116,31 @@ class ImageProcessor:
             image_mean=tuple(d.get("image_mean", OPENAI_CLIP_MEAN)),
             image_std=tuple(d.get("image_std", OPENAI_CLIP_STD)),
         )
+
+    @classmethod
+    def from_pretrained(cls, path: str, **overrides) -> "ImageProcessor":
+        """From a checkpoint directory's preprocessor_config.json (class defaults when it has none);
+        `overrides` (e.g. min_pixels=..., max_pixels=...) replace what the file says."""
+        file = os.path.join(path, PREPROCESSOR_CONFIG)
+        d: dict = {}
+        if os.path.isfile(file):
+            try:
+                with open(file, encoding="utf-8") as f:
+                    d = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{file}: not valid JSON ({e})") from None
+            if not isinstance(d, dict):
+                raise ValueError(f"{file}: expected a JSON object, got {type(d).__name__}")
+        try:
+            proc = cls.from_hf_dict(d)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{file}: bad image processor setting ({e})") from None
+        proc = dataclasses.replace(proc, **overrides)
+        if not 0 < proc.min_pixels <= proc.max_pixels:
+            raise ValueError(f"{file}: need 0 < min_pixels <= max_pixels, got {proc.min_pixels}, {proc.max_pixels}")
+        if min(proc.patch_size, proc.merge_size, proc.temporal_patch_size) < 1:
+            raise ValueError(f"{file}: patch_size, merge_size and temporal_patch_size must be >= 1")
+        return proc
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         return smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)

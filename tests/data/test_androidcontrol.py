@@ -15,6 +15,7 @@ from gui_jax.data.androidcontrol import (AndroidControlFormatError, androidcontr
                                          parse_accessibility_forest, read_androidcontrol,
                                          target_bbox_from_elements, write_androidcontrol_tfrecord)
 from gui_jax.data.episode_store import EpisodeStore
+from gui_jax.data.protos import Field, build_messages
 
 
 def _img(rng, h, w):
@@ -101,16 +102,28 @@ def test_file_layout_by_hand(fixture_file):
     assert stored == (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def test_crc32c_known_vectors_and_fast_path():
+def _crc32c_bitwise(data):
+    """Reference CRC-32C, one bit at a time (reflected Castagnoli polynomial 0x82F63B78)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+
+
+def test_crc32c_known_vectors_and_bitwise_reference():
     assert tfrecord.crc32c(b"123456789") == 0xE3069283
     assert tfrecord.crc32c(bytes(32)) == 0x8A9136AA  # RFC 3720 B.4
     assert tfrecord.crc32c(b"\xff" * 32) == 0x62A8AB43
     assert tfrecord.crc32c(bytes(range(32))) == 0x46DD794E
-    data = np.random.default_rng(1).integers(0, 256, 70_001, dtype=np.uint8).tobytes()
-    for n in (16 * 1024 - 1, 16 * 1024, 16 * 1024 + 3, 70_001):  # around the vectorised threshold
-        slow = tfrecord._crc_update_py(0xFFFFFFFF, data[:n]) ^ 0xFFFFFFFF
-        assert tfrecord.crc32c(data[:n]) == slow
-        assert tfrecord.crc32c(memoryview(data)[:n]) == slow
+    data = np.random.default_rng(1).integers(0, 256, 3001, dtype=np.uint8).tobytes()
+    for n in (0, 1, 7, 1024, 3001):
+        ref = _crc32c_bitwise(data[:n])
+        assert tfrecord.crc32c(data[:n]) == ref
+        assert tfrecord.crc32c(memoryview(data)[:n]) == ref
+        assert tfrecord.crc32c(bytearray(data[:n])) == ref
+    assert tfrecord.masked_crc32c(b"") == ((0 >> 15 | 0 << 17) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def _example_class():
@@ -340,3 +353,33 @@ def test_garbage_example_bytes(tmp_path):
     tfrecord.write_tfrecord(path, [b"\x0a\xff\xff\xff\x0f"])
     with pytest.raises(AndroidControlFormatError, match=r"record 0: malformed Example proto"):
         list(read_androidcontrol(path))
+
+
+def test_accessibility_trees_skip_unknown_fields_and_name_corrupt_step(tmp_path):
+    # A writer with a fuller schema (extra node/window fields, two windows): extras are ignored, order kept.
+    Forest = build_messages("fuller_a11y", {
+        "Rect": [Field(n, i, "int32") for i, n in enumerate(("l", "t", "r", "b"), 1)],
+        "Node": [Field("bounds", 2, "Rect"), Field("cls", 3, "string"), Field("hint_text", 5, "string"),
+                 Field("text", 7, "string"), Field("window_id", 11, "int32"), Field("clickable", 14, "bool"),
+                 Field("enabled", 16, "bool"), Field("child_ids", 26, "int32", repeated=True)],
+        "Tree": [Field("nodes", 1, "Node", repeated=True)],
+        "Window": [Field("title", 3, "string"), Field("tree", 11, "Tree")],
+        "Forest": [Field("windows", 1, "Window", repeated=True)],
+    })["Forest"]
+    forest = Forest()
+    start, dialog = forest.windows.add(title="Start"), forest.windows.add(title="Dialog")
+    start.tree.nodes.add(cls="Button", text="Start ✓", hint_text="h", clickable=True, enabled=True,
+                         child_ids=[1, 2]).bounds.l = -5
+    start.tree.nodes.add()
+    dialog.tree.nodes.add(cls="Button", text="Dialog ✓", window_id=1, clickable=True)
+    got = parse_accessibility_forest(forest.SerializeToString())
+    assert [(e.index, e.cls, e.text, e.clickable, e.enabled) for e in got] == [
+        (0, "Button", "Start ✓", True, True), (1, "", "", False, False), (2, "Button", "Dialog ✓", True, False)]
+    assert got[0].bounds == (-5, 0, 0, 0)
+    forest_bytes = encode_accessibility_forest([UIElement(0, "Text", (1, 2, 3, 4), text="Hallo")])
+    path = _write_one(tmp_path, accessibility_trees=[forest_bytes, forest_bytes, b"\x0a\xff\xff\xff\x0f",
+                                                      forest_bytes])
+    with pytest.raises(AndroidControlFormatError,
+                       match=r"record 2: field 'accessibility_trees': step 2: malformed AndroidAccessibilityForest"):
+        list(read_androidcontrol(path, parse_ui_trees=True))
+    assert len(list(read_androidcontrol(path, parse_ui_trees=False))) == 3

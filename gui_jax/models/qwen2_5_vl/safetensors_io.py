@@ -1,85 +1,73 @@
-"""Minimal streaming safetensors reader/writer on numpy (with bfloat16 via ml_dtypes).
+"""Safetensors checkpoint files on numpy, through the `safetensors` package.
 
-The `safetensors` numpy binding cannot return bfloat16, and real Qwen checkpoints are bfloat16, so we read the
-(simple) format directly: u64 little-endian header length, JSON header {name: {dtype, shape, data_offsets}},
-then the raw bytes. Reads are memory-mapped, one tensor at a time.
+Importing ml_dtypes registers bfloat16 with numpy, which lets the safetensors numpy binding read and write BF16
+tensors (real Qwen checkpoints are bfloat16). Reads are lazy: one tensor (or one slice of it) at a time.
 """
 from __future__ import annotations
 
-import json
 import os
-import struct
 
-import ml_dtypes
+import ml_dtypes  # noqa: F401  (registers numpy bfloat16, needed by the safetensors numpy binding for BF16)
 import numpy as np
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
 
+# Safetensors dtype codes we read and write, and their numpy dtypes.
 _DTYPES = {
     "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
     "BF16": np.dtype(ml_dtypes.bfloat16), "I64": np.dtype(np.int64), "I32": np.dtype(np.int32),
     "I16": np.dtype(np.int16), "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
 }
-_NAMES = {v: k for k, v in _DTYPES.items()}
+_STORABLE = frozenset(_DTYPES.values())
 
 
 class SafetensorsFile:
-  """Lazy reader: `keys()`, `shape(name)`, `dtype(name)`, `get(name) -> np.ndarray` (a copy)."""
+  """Lazy reader: `keys()`, `shape(name)`, `dtype(name)`, `get(name)`, `get_slice(name, index)` -> np.ndarray."""
 
   def __init__(self, path: str):
     self.path = path
-    with open(path, "rb") as f:
-      head = f.read(8)
-      if len(head) != 8:
-        raise ValueError(f"{path}: not a safetensors file (too short)")
-      (n,) = struct.unpack("<Q", head)
-      try:
-        header = json.loads(f.read(n))
-      except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: corrupt safetensors header ({e})") from e
-    self.metadata = header.pop("__metadata__", None) or {}
-    self._header = header
-    self._data_start = 8 + n
-    self._mmap = None
+    try:
+      self._file = safe_open(path, framework="numpy")
+    except (SafetensorError, OSError) as e:
+      raise ValueError(f"{path}: not a readable safetensors file ({e})") from e
+    self.metadata = self._file.metadata() or {}
+    self._keys = list(self._file.keys())
+    self._key_set = set(self._keys)
+
+  def _check(self, name: str) -> None:
+    if name not in self._key_set:
+      raise KeyError(f"{self.path}: no tensor {name!r}")
 
   def keys(self) -> list[str]:
-    return list(self._header)
+    return list(self._keys)
 
   def shape(self, name: str) -> tuple[int, ...]:
-    return tuple(self._header[name]["shape"])
+    self._check(name)
+    return tuple(self._file.get_slice(name).get_shape())
 
   def dtype(self, name: str) -> np.dtype:
-    code = self._header[name]["dtype"]
+    self._check(name)
+    code = self._file.get_slice(name).get_dtype()
     if code not in _DTYPES:
       raise ValueError(f"{self.path}: tensor {name!r} has unsupported dtype {code}")
     return _DTYPES[code]
 
   def get(self, name: str) -> np.ndarray:
-    if name not in self._header:
-      raise KeyError(f"{self.path}: no tensor {name!r}")
-    if self._mmap is None:
-      self._mmap = np.memmap(self.path, dtype=np.uint8, mode="r")
-    begin, end = self._header[name]["data_offsets"]
-    raw = self._mmap[self._data_start + begin:self._data_start + end]
-    return np.array(raw).view(self.dtype(name)).reshape(self.shape(name))
+    """The whole tensor `name` (a fresh array)."""
+    self.dtype(name)
+    return self._file.get_tensor(name)
+
+  def get_slice(self, name: str, index) -> np.ndarray:
+    """`tensor[index]` read without loading the rest of the tensor (index: ints and/or step-1 slices)."""
+    self.dtype(name)
+    return self._file.get_slice(name)[index]
 
 
 def write_safetensors(path: str, tensors: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:
-  """Writes `tensors` (name -> numpy array) to `path` in safetensors format (names sorted, like the reference)."""
-  header, offset, names = {}, 0, sorted(tensors)
-  for name in names:
-    arr = tensors[name]
-    if arr.dtype not in _NAMES:
-      raise ValueError(f"tensor {name!r}: dtype {arr.dtype} cannot be stored in safetensors")
-    nbytes = arr.size * arr.dtype.itemsize
-    header[name] = {"dtype": _NAMES[arr.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + nbytes]}
-    offset += nbytes
-  if metadata:
-    header = {"__metadata__": metadata, **header}
-  blob = json.dumps(header, separators=(",", ":")).encode()
-  blob += b" " * (-len(blob) % 8)
+  """Writes `tensors` (name -> numpy array) to `path` in safetensors format, atomically (tmp file + rename)."""
+  for name, arr in tensors.items():
+    if np.asarray(arr).dtype not in _STORABLE:
+      raise ValueError(f"tensor {name!r}: dtype {np.asarray(arr).dtype} cannot be stored in safetensors")
   tmp = path + ".tmp"
-  with open(tmp, "wb") as f:
-    f.write(struct.pack("<Q", len(blob)))
-    f.write(blob)
-    for name in names:
-      f.write(np.ascontiguousarray(tensors[name]).tobytes())
+  save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp, metadata=metadata)
   os.replace(tmp, path)
