@@ -51,9 +51,15 @@ def main(argv=None):
         train_eps = load_episodes(ep_dir)
     else:
         env = MiniWobEnv(max_steps=10, max_cached_pages=len(EXPERT_TASKS))
-        train_eps = [expert_episode(env, t) for t in tqdm(miniwob_tasks(EXPERT_TASKS, range(a.train_seeds)),
-                                                           desc="expert episodes")]
+        train_eps, skipped = [], []
+        for t in tqdm(miniwob_tasks(EXPERT_TASKS, range(a.train_seeds)), desc="expert episodes"):
+            try:
+                train_eps.append(expert_episode(env, t))
+            except RuntimeError as e:  # a page the script cannot solve is reported, not trained on
+                skipped.append(str(e))
         env.close()
+        if skipped:
+            print(f"{len(skipped)} expert episodes failed and are not used:\n  " + "\n  ".join(skipped))
         save_episodes(train_eps, ep_dir)
     test_tasks = miniwob_tasks(EXPERT_TASKS, range(1000, 1000 + a.test_seeds))
     agent = Agent(cfg, seed=a.seed)

@@ -16,8 +16,17 @@ class NoExpertError(KeyError):
     """The page has no scripted expert."""
 
 
-def _click(e: UIElement) -> Action:
+def _click(e: UIElement, obs: Optional[Observation] = None) -> Action:
+    """A click on `e`: its centre, or (given the page) the point of `e` nearest its centre that no later,
+    hence higher-stacked, clickable element covers (MiniWob places some buttons so that they overlap)."""
     x, y = e.center
+    if obs is not None:
+        above = [o.bounds for o in obs.ui_elements if o.index > e.index and o.clickable]
+        x1, y1, x2, y2 = e.bounds
+        pts = [(x1 + (x2 - x1) * i / 8, y1 + (y2 - y1) * j / 8) for i in range(1, 8) for j in range(1, 8)]
+        free = [p for p in pts if not any(b[0] <= p[0] <= b[2] and b[1] <= p[1] <= b[3] for b in above)]
+        if free:
+            x, y = min(free, key=lambda p: (p[0] - x) ** 2 + (p[1] - y) ** 2)
     return Action("click", x=int(round(x)), y=int(round(y)))
 
 
@@ -48,7 +57,7 @@ def _type_into(e: UIElement, text: str) -> list[Action]:
 
 
 def _click_test(t, o): return [_click(_find(o, "button"))]
-def _click_named_button(t, o): return [_click(_find(o, "button", t.fields["target"]))]
+def _click_named_button(t, o): return [_click(_find(o, "button", t.fields["target"]), o)]
 def _click_link(t, o): return [_click(_find(o, "span", t.fields["target"]))]
 def _focus_text(t, o): return [_click(_find(o, "input_text"))]
 def _click_tab(t, o): return [_click(_find(o, "a", f"Tab #{t.fields['target']}"))]
