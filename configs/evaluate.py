@@ -1,4 +1,9 @@
-"""Evaluate an agent on the quickstart's held-out split (set eval.checkpoint_dir or model.checkpoint)."""
+"""Evaluate a trained agent on the quickstart's held-out split (set eval.checkpoint_dir or model.checkpoint).
+
+    python -m gui_jax.main --config configs/evaluate.py --config.eval.checkpoint_dir=runs/quickstart/rl/checkpoints
+The data and model fields are the quickstart's, so its checkpoints fit; eval.untrained=True scores
+the untrained model instead (no checkpoint).
+"""
 import importlib.util
 import os
 
@@ -10,5 +15,6 @@ def get_config():
     spec.loader.exec_module(mod)
     c = mod.get_config()
     c.job = "evaluate"
-    c.eval.checkpoint_dir = ""
+    c.eval.checkpoint_dir = ""   # a stage's checkpoints folder, e.g. runs/quickstart/rl/checkpoints
+    c.eval.untrained = False     # True: score the untrained model (no checkpoint needed)
     return c

@@ -1,9 +1,12 @@
-"""MobileRL reasoning-SFT bootstrap on PhoneSim: sample thought+action on expert steps, keep the
-thoughts whose action matches the expert, fine-tune on them, repeat (MobileRL §2.1).
+"""MobileRL reasoning-SFT bootstrap on PhoneSim: verified sampled thoughts → SFT, for a few rounds.
 
-    python -m gui_jax.main --config configs/reasoning_sft.py
-Starts from the quickstart's data and model settings; point `model.checkpoint` at an SFT'd model
-(a model that never writes thoughts keeps nothing).
+Sample thought+action on expert steps, keep the thoughts whose action matches the expert, fine-tune
+on them, repeat (MobileRL §2.1; docs/algorithms.md).
+
+    python -m gui_jax.main --config configs/reasoning_sft.py --config.reasoning.init_checkpoint=runs/quickstart/sft/checkpoints
+Starts from the quickstart's data and model settings and from `reasoning.init_checkpoint` (a
+training stage's Orbax checkpoints) or `model.checkpoint` (a Hugging Face folder). A model that
+never writes thoughts keeps nothing, and the job stops saying so.
 """
 import importlib.util
 import os
@@ -21,7 +24,12 @@ def get_config():
     c = mod.get_config()
     c.job = "reasoning_sft"
     c.reasoning = ml_collections.ConfigDict({
-        "rounds": 2, "samples_per_step": 4, "temperature": 1.0, "seed": 0, "sft": sft_block(),
+        "rounds": 2,                 # sample → verify → fine-tune rounds
+        "samples_per_step": 4,       # thought samples per expert step and round
+        "temperature": 1.0,
+        "seed": 0,
+        "init_checkpoint": "",       # a stage's checkpoints folder, e.g. runs/quickstart/sft/checkpoints
+        "sft": sft_block(),
     })
     c.reasoning.sft.num_steps = 50
     c.model.max_new_tokens = 64

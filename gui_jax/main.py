@@ -2,21 +2,37 @@
 
 Dispatches on `config.job` through a lazy registry (job name → "module:function"), so a job's
 heavy imports load only when that job runs. Job functions have the signature `run(config, workdir)`.
+Before any work: the flags and the config are validated (gui_jax/config_check.py; a bad value is
+one line on stderr and exit code 2, without importing jax), and the workdir's config snapshot is
+compared with this run's config (gui_jax/jobs/common.py `open_workdir`).
 """
 from __future__ import annotations
 
+import ast
+import difflib
 import importlib
+import importlib.util
 import os
 import sys
+from pathlib import Path
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from gui_jax import config_check
+from gui_jax.config_check import ConfigError, RunError, check_config, format_config, rules_for, suggest
 from gui_jax.jobs import JOBS
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Path to an ml-collections config file.",
+config_check.JOB_NAMES[:] = sorted(JOBS)  # what `job` may name (config_check sits below the registry)
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Path to an ml-collections config file (a recipe).",
                                           lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (default: runs/<job>).")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "When the workdir was made with other settings, discard "
+                               "the outputs they invalidate (episodes, checkpoints, results) instead of stopping.")
+_PRINT_CONFIG = flags.DEFINE_bool("print_config", False, "Print the resolved config, one field a line with its "
+                                  "meaning, and exit.")
+_MAIN_FLAGS = ("config", "workdir", "overwrite", "print_config")
 
 
 class UnknownJobError(KeyError):
@@ -27,10 +43,175 @@ class JobNotBuiltError(RuntimeError):
     """The job is registered but its module is not part of this build yet."""
 
 
+# ------------------------------------------------------------------------------------------------ help
+
+def recipe_dirs() -> list[Path]:
+    dirs = [Path.cwd() / "configs", Path(__file__).resolve().parents[1] / "configs"]
+    out = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [o.resolve() for o in out]:
+            out.append(d)
+    return out
+
+
+def recipes() -> list[tuple[str, str]]:
+    """(path, first docstring line) of every recipe in configs/ (read without running it)."""
+    out = []
+    for d in recipe_dirs():
+        for p in sorted(d.glob("*.py")):
+            if p.name.startswith("_"):
+                continue
+            try:
+                doc = ast.get_docstring(ast.parse(p.read_text())) or ""
+            except (OSError, SyntaxError):
+                doc = ""
+            rel = os.path.relpath(p) if not os.path.relpath(p).startswith("..") else str(p)
+            out.append((rel, doc.strip().splitlines()[0] if doc.strip() else ""))
+    return out
+
+
+def usage_text() -> str:
+    jobs = "\n".join(f"  {name:<18} {getattr(e, 'description', '')}" for name, e in sorted(JOBS.items()))
+    recs = "\n".join(f"  {p:<28} {doc}" for p, doc in recipes()) or "  (no configs/ folder found)"
+    return (f"usage: python -m gui_jax.main --config configs/<recipe>.py [--config.<field>=<value> ...] "
+            f"[--workdir DIR] [--overwrite] [--print_config]\n\n"
+            f"jobs (a recipe's `job` field picks one):\n{jobs}\n\nrecipes:\n{recs}\n\n"
+            f"fields: `python -m gui_jax.main --config configs/quickstart.py --print_config` lists a recipe's "
+            f"fields, their values and meaning; override any with --config.<field>=<value>, e.g. "
+            f"--config.sft.num_steps=50.\n")
+
+
+def print_help() -> None:
+    print(usage_text())
+    print("flags:")
+    for name in _MAIN_FLAGS:
+        fl = flags.FLAGS[name]
+        print(f"  --{name}: {fl.help}" + (f" (default: {fl.default!r})" if fl.default not in (None, False) else ""))
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+def _exit_error(message: str) -> None:
+    line = " ".join(str(message).split())  # always one line
+    print(f"error: {line}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _config_arg(argv) -> str | None:
+    for i, a in enumerate(argv):
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _overrides(argv) -> list[tuple[str, str]]:
+    """(dotted path, raw value) of each --config.<path>[=value] argument."""
+    out = []
+    for i, a in enumerate(argv):
+        if a.startswith("--config."):
+            body = a[len("--config."):]
+            if "=" in body:
+                path, value = body.split("=", 1)
+            else:
+                path, value = body, (argv[i + 1] if i + 1 < len(argv) else "")
+            out.append((path, value))
+    return out
+
+
+def _load_recipe(arg: str):
+    path, *args = arg.split(":")
+    spec = importlib.util.spec_from_file_location("_recipe_for_error", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(*args)
+
+
+def _bad_override(argv) -> str | None:
+    """The first --config.<path> that names no field, as a one-line message."""
+    arg = _config_arg(argv)
+    try:
+        config = _load_recipe(arg)
+    except Exception:  # noqa: BLE001 - the parse error itself is reported instead
+        return None
+    for path, _ in _overrides(argv):
+        node, walked = config, []
+        for part in path.split("."):
+            if not hasattr(node, "keys"):
+                return (f"--config.{path}: config.{'.'.join(walked)} is a value, not a block, so it has no "
+                        f"field {part!r}")
+            if part not in node:
+                where = "config" + "".join(f".{w}" for w in walked)
+                fields = sorted(node.keys())
+                return (f"--config.{path}: {where} has no field {part!r}{suggest(part, fields) or ';'} "
+                        f"fields: {', '.join(fields)}")
+            node = node[part]
+            walked.append(part)
+    return None
+
+
+def _bad_value(argv, flag_text: str) -> str:
+    """`--config.a.b=v` with a value of the wrong type → what the field accepts."""
+    arg = _config_arg(argv)
+    path = flag_text.split("=", 1)[0].removeprefix("flag ").removeprefix("--config.").strip()
+    raw = flag_text.split("=", 1)[1].split(":", 1)[0] if "=" in flag_text else ""
+    try:
+        config = _load_recipe(arg)
+        rule = rules_for(config).get(path)
+        node = config
+        for part in path.split("."):
+            node = node[part]
+    except Exception:  # noqa: BLE001
+        return flag_text
+    expected = rule.check(object()) if rule is not None else None
+    if expected is None:
+        expected = {bool: "expected True or False", int: "expected an integer",
+                    float: "expected a number", str: "expected a string"}.get(type(node), f"expected a "
+                                                                                 f"{type(node).__name__}")
+    return f"--config.{path}={raw}: {expected} (recipe value {node!r})"
+
+
+def parse_flags(argv):
+    """absl flag parsing with one-line errors (exit 2) and a --help that lists jobs and recipes."""
+    if any(a in ("--help", "-h", "--helpshort", "-help") for a in argv[1:]):
+        print_help()
+        sys.exit(0)
+    arg = _config_arg(argv)
+    if arg is not None and not os.path.isfile(arg.split(":")[0]):
+        _exit_error(f"--config={arg}: no such recipe file; recipes: {', '.join(p for p, _ in recipes())}")
+    try:
+        return flags.FLAGS(argv)
+    except flags.UnrecognizedFlagError as e:
+        name = getattr(e, "flagname", None) or str(e)
+        _exit_error(f"unknown flag --{name}{suggest(name, _MAIN_FLAGS, '--') or ';'} flags: "
+                    + ", ".join(f"--{f}" for f in _MAIN_FLAGS) + ", --config.<field>=<value>")
+    except flags.IllegalFlagValueError as e:
+        msg = str(e)
+        if msg.startswith("flag --config=") or msg.startswith("flag --config "):
+            arg = _config_arg(argv) or ""
+            if not os.path.exists(arg.split(":")[0]):
+                recs = ", ".join(p for p, _ in recipes())
+                _exit_error(f"--config={arg}: no such recipe file; recipes: {recs}")
+            last = [ln for ln in msg.strip().splitlines() if ln.strip()][-1]
+            _exit_error(f"--config={arg}: could not load the recipe: {last.strip()}")
+        if msg.startswith("flag --config."):
+            _exit_error(_bad_value(argv, msg))
+        _exit_error(msg)
+    except flags.Error as e:
+        _exit_error(str(e))
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        bad = _bad_override(argv)
+        _exit_error(bad or f"could not apply the --config overrides: {type(e).__name__}: {e}")
+
+
+# ------------------------------------------------------------------------------------------------ jobs
+
 def resolve_job(name: str):
     """Returns the job function for `name`, with a clear error for unknown or unbuilt jobs."""
     if name not in JOBS:
-        raise UnknownJobError(f"unknown job {name!r}; known jobs: {', '.join(sorted(JOBS))}")
+        raise UnknownJobError(f"unknown job {name!r}{suggest(name, sorted(JOBS)) or ';'} known jobs: "
+                              f"{', '.join(sorted(JOBS))}")
     target = JOBS[name].target if hasattr(JOBS[name], "target") else JOBS[name]
     module_name, fn_name = target.split(":")
     try:
@@ -42,32 +223,60 @@ def resolve_job(name: str):
     return getattr(module, fn_name)
 
 
-def run_job(config, workdir: str | None = None) -> None:
+def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> None:
+    """Checks the workdir against the config (snapshot; stale outputs), then runs the job."""
     if "job" not in config:
         raise UnknownJobError(f"config has no 'job' field; known jobs: {', '.join(sorted(JOBS))}")
-    fn = resolve_job(config.job)
+    if config.job not in JOBS:
+        resolve_job(config.job)  # raises the unknown-job error before the workdir is touched
     workdir = workdir or os.path.join("runs", config.job)
-    os.makedirs(workdir, exist_ok=True)
+    from gui_jax.jobs.common import open_workdir
+    open_workdir(config, workdir, overwrite=overwrite)
+    fn = resolve_job(config.job)
     logging.info("running job %s in %s", config.job, workdir)
+    if "mesh" in config:  # multi-host: join the cluster before any JAX use (no-op for one process)
+        from gui_jax.models.sharding import maybe_init_distributed
+        maybe_init_distributed(config.mesh.get("distributed", "auto"))
     fn(config, workdir)
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:
+        _exit_error(f"unexpected argument(s) {' '.join(argv[1:])!r}; fields are set with "
+                    f"--config.<field>=<value> (no spaces around '=')")
     if not flags.FLAGS["verbosity"].present:
         # Library INFO logs (checkpoint managers, XLA backends) drown the progress bars.
         logging.set_verbosity(logging.WARNING)
-    config = _CONFIG.value
-    if config is None:
-        raise app.UsageError("--config is required, e.g. --config configs/quickstart.py")
     try:
-        run_job(config, _WORKDIR.value)
+        config = _CONFIG.value
+        if config is not None:
+            "job" in config  # noqa: B015 - a recipe that failed to load raises here
+    except Exception as e:  # noqa: BLE001 - the recipe's own error, as one line
+        last = [ln for ln in str(e).strip().splitlines() if ln.strip()] or [type(e).__name__]
+        _exit_error(f"--config={_config_arg(sys.argv)}: could not load the recipe: {last[-1].strip()}")
+    if config is None:
+        _exit_error("--config is required, e.g. --config configs/quickstart.py; recipes: "
+                    + ", ".join(p for p, _ in recipes()))
+    try:
+        if "job" in config and config.job not in JOBS:
+            raise UnknownJobError(f"unknown job {config.job!r}{suggest(config.job, sorted(JOBS)) or ';'} known jobs: "
+                                  f"{', '.join(sorted(JOBS))}")
+        if _PRINT_CONFIG.value:
+            print(format_config(config))
+            try:
+                check_config(config)
+            except ConfigError as e:
+                print(f"note: as it stands this config would stop with: {e}", file=sys.stderr)
+            return
+        check_config(config)
+        run_job(config, _WORKDIR.value, overwrite=_OVERWRITE.value)
     except UnknownJobError as e:
-        print(f"error: {e.args[0]}", file=sys.stderr)
-        sys.exit(2)
+        _exit_error(e.args[0])
+    except RunError as e:
+        _exit_error(str(e))
     except JobNotBuiltError as e:
         print(f"note: {e}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -79,7 +79,7 @@ from PIL import Image as PILImage  # noqa: E402
 from gui_jax.core.dialects import ActionParseError, parse_response  # noqa: E402
 from gui_jax.envs.sim import PhoneSim  # noqa: E402
 from gui_jax.jobs.common import prepare  # noqa: E402
-from gui_jax.jobs.evaluate import load_stage_params  # noqa: E402
+from gui_jax.jobs.common import load_stage_params, set_agent_params  # noqa: E402
 from gui_jax.rl.agent import Agent  # noqa: E402
 from gui_jax.rl.prompting import PromptConfig, build_messages  # noqa: E402
 
@@ -104,7 +104,8 @@ def episode_strip(agent, task, pcfg, resolution, max_steps):
 
 
 agent = Agent(config, seed=config.seed)
-agent.set_params(load_stage_params(agent, os.path.join(WORKDIR, "rl", "checkpoints")))
+ckpt = os.path.join(WORKDIR, "rl", "checkpoints")
+set_agent_params(agent, load_stage_params(ckpt)[0], ckpt)
 _, test_tasks, _, _ = prepare(config, WORKDIR)
 pcfg = PromptConfig(**config.prompt.to_dict())
 strip, texts, success = episode_strip(agent, test_tasks[0], pcfg, config.data.resolution, config.eval.max_steps)

@@ -36,3 +36,29 @@ def test_cli_unknown_job_exit_code(tmp_path):
                         f"--workdir={tmp_path}/w"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "unknown job 'bogus'" in p.stderr and "generate_episodes" in p.stderr
+
+
+def test_run_job_writes_the_snapshot_and_stops_a_changed_training_rerun(tmp_path, monkeypatch):
+    import json
+
+    from gui_jax.config_check import RunError
+    from gui_jax.jobs import common
+    mod = type(sys)("fake_train_module")
+    mod.run = lambda config, workdir: None
+    monkeypatch.setitem(sys.modules, "fake_train_module", mod)
+    monkeypatch.setitem(gmain.JOBS, "fake_train", "fake_train_module:run")
+    monkeypatch.setitem(common.TRAINING_JOB_OUTPUTS, "fake_train", ("ckpt",))
+    cfg = ml_collections.ConfigDict({"job": "fake_train", "lr": 0.1, "stop_after_steps": 3})
+    gmain.run_job(cfg, str(tmp_path))
+    snap = json.loads((tmp_path / "config.json").read_text())["fake_train"]
+    assert snap["config"] == {"job": "fake_train", "lr": 0.1, "stop_after_steps": 3} and snap["gui_jax_version"]
+    (tmp_path / "ckpt").mkdir()
+    cfg.stop_after_steps = 5  # a run-control knob: not a change of what was trained
+    gmain.run_job(cfg, str(tmp_path))
+    cfg.lr = 0.2
+    with pytest.raises(RunError, match=r"lr: 0\.1 → 0\.2"):
+        gmain.run_job(cfg, str(tmp_path))
+    assert (tmp_path / "ckpt").exists()
+    gmain.run_job(cfg, str(tmp_path), overwrite=True)
+    assert not (tmp_path / "ckpt").exists()
+    assert json.loads((tmp_path / "config.json").read_text())["fake_train"]["config"]["lr"] == 0.2

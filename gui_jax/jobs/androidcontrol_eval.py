@@ -14,24 +14,25 @@ from __future__ import annotations
 import glob
 import json
 import os
+from gui_jax.config_check import RunError
 
 
 def load_episodes(acfg) -> list:
     from gui_jax.data.androidcontrol import load_androidcontrol_splits, read_androidcontrol
     paths = sorted(p for pattern in acfg.paths for p in glob.glob(pattern))
     if not paths:
-        raise FileNotFoundError(f"androidcontrol.paths {list(acfg.paths)} match no file")
+        raise RunError(f"androidcontrol.paths {list(acfg.paths)} match no file")
     ids = None
     if acfg.split_file:
         splits = load_androidcontrol_splits(acfg.split_file)
         if acfg.split not in splits:
-            raise KeyError(f"{acfg.split_file} has no split {acfg.split!r}; splits: {sorted(splits)}")
+            raise RunError(f"{acfg.split_file} has no split {acfg.split!r}; splits: {sorted(splits)}")
         ids = set(int(i) for i in splits[acfg.split])
     eps = list(read_androidcontrol(paths, episode_ids=ids, parse_ui_trees=acfg.ui_trees))
     if acfg.max_episodes:
         eps = eps[: int(acfg.max_episodes)]
     if not eps:
-        raise ValueError(f"no AndroidControl episodes read from {len(paths)} file(s) (split {acfg.split!r})")
+        raise RunError(f"no AndroidControl episodes read from {len(paths)} file(s) (split {acfg.split!r})")
     return eps
 
 
@@ -43,7 +44,7 @@ def evaluate_androidcontrol(policy, episodes, pcfg, levels=("high", "low"), sop:
     out = {}
     for level in levels:
         if level not in ("high", "low"):
-            raise ValueError(f"androidcontrol.levels: {level!r} is not 'high' or 'low'")
+            raise RunError(f"androidcontrol.levels: {level!r} is not 'high' or 'low'")
         m = evaluate_steps(policy, episodes, pcfg, reward_preset=reward_preset,
                            instruction="goal" if level == "high" else "step")
         n = int(m["steps"])
@@ -68,17 +69,17 @@ def format_table(results: dict) -> str:
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.jobs.evaluate import load_stage_params
+    from gui_jax.jobs.common import load_stage_params, set_agent_params
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
     acfg = config.androidcontrol
     if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
-        raise ValueError("androidcontrol_eval needs model.checkpoint (a HF directory) or eval.checkpoint_dir "
+        raise RunError("androidcontrol_eval needs model.checkpoint (a HF directory) or eval.checkpoint_dir "
                          "(a stage's Orbax checkpoints); set eval.untrained=True to score a random model")
     episodes = load_episodes(acfg)
     agent = Agent(config, seed=config.seed)
     if config.eval.get("checkpoint_dir"):
-        agent.set_params(load_stage_params(agent, config.eval.checkpoint_dir))
+        set_agent_params(agent, load_stage_params(config.eval.checkpoint_dir)[0], config.eval.checkpoint_dir)
     pcfg = PromptConfig(**config.prompt.to_dict())
     results = evaluate_androidcontrol(agent.policy, episodes, pcfg, tuple(acfg.levels), bool(acfg.sop))
     results["episodes"] = len(episodes)

@@ -1,13 +1,297 @@
-"""Shared set-up for the jobs: the task selection and the expert episodes of a split.
+"""Shared set-up for the jobs: the workdir snapshot, the task selection and the expert episodes.
 
 Jobs are the only place that composes tasks/, data/, train/ and eval/.
+
+Workdir snapshot (`open_workdir`, called by main before a job runs): `<workdir>/config.json` keeps,
+per job, the resolved config, the package version and `git describe`. A training job re-run with a
+config that changes what it trained (a field both configs have, with another value; run-control
+knobs such as stop_after_steps aside) stops and names the differing fields, unless `overwrite`
+(then the outputs the old settings made are discarded) or another workdir.
+
+Episode caches: each `episodes/<side>` folder has a `cache_key.json` with the settings that made
+it (split, seeds, templates, difficulty filters, resolution, count) and the task ids it must hold.
+Every load compares the key and verifies the folder through `EpisodeStore` (duplicate episode ids
+refused) and against the task ids (missing or unexpected episodes refused).
 """
 from __future__ import annotations
 
+import datetime
+import json
 import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Optional, Sequence
 
-from gui_jax.core.serialize import episode_dirs, load_episodes, save_episodes
+from gui_jax.config_check import RunError
 
+SNAPSHOT_FILE = "config.json"
+CACHE_KEY_FILE = "cache_key.json"
+# Leaf names that steer a run without changing its results (stop-and-resume knobs, progress bars).
+RUN_CONTROL_FIELDS = ("stop_after_steps", "progress")
+# Jobs whose outputs depend on the whole config (checkpoints, results): a changed field stops them.
+# Values: the workdir entries the old settings made, discarded by --overwrite.
+TRAINING_JOB_OUTPUTS = {
+    "quickstart": ("sft", "rl", "offline_rl", "results.json", "results.md", "metrics.jsonl", "logs",
+                   "training_curves.png"),
+    "reasoning_sft": ("round_*", "init", "reasoning_sft.json", "metrics.jsonl", "logs", "training_curves.png"),
+}
+# Which episode folders (sides) a job reads through `prepare`.
+JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",)}
+
+
+class WorkdirMismatchError(RunError):
+    """The workdir (or an episode cache in it) was made with other settings."""
+
+
+class StaleEpisodesError(RunError):
+    """An episode folder does not hold exactly the episodes its settings select."""
+
+
+# ------------------------------------------------------------------------------------------ snapshot
+
+def _jsonable(v):
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    return v
+
+
+def flatten_config(config) -> dict[str, Any]:
+    """Dotted path -> JSON-able leaf value (tuples become lists)."""
+    out = {}
+
+    def walk(node, prefix):
+        for k in sorted(node.keys()):
+            v = node[k]
+            if hasattr(v, "keys"):
+                walk(v, f"{prefix}{k}.")
+            else:
+                out[f"{prefix}{k}"] = _jsonable(v)
+    walk(config.to_dict() if hasattr(config, "to_dict") else config, "")
+    return out
+
+
+def version_info() -> dict:
+    """The package version and, in a git checkout, `git describe --always --dirty`."""
+    import gui_jax
+    info = {"gui_jax_version": gui_jax.__version__, "git_describe": None}
+    try:
+        p = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], capture_output=True, text=True,
+                           timeout=5, cwd=os.path.dirname(os.path.abspath(gui_jax.__file__)))
+        if p.returncode == 0:
+            info["git_describe"] = p.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def config_differences(old: dict, new: dict, *, only: Optional[Sequence[str]] = None,
+                       both_only: bool = False) -> list[str]:
+    """'path: old → new' for each differing leaf (run-control knobs ignored); `only`: path prefixes;
+    `both_only`: skip fields one side lacks (added or removed by another package version)."""
+    out = []
+    for path in sorted((set(old) & set(new)) if both_only else (set(old) | set(new))):
+        if path.rsplit(".", 1)[-1] in RUN_CONTROL_FIELDS:
+            continue
+        if only is not None and not any(path == p or path.startswith(p + ".") for p in only):
+            continue
+        a, b = old.get(path, "<absent>"), new.get(path, "<absent>")
+        if a != b:
+            out.append(f"{path}: {a!r} → {b!r}")
+    return out
+
+
+def read_snapshots(workdir: str) -> dict:
+    path = os.path.join(workdir, SNAPSHOT_FILE)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise WorkdirMismatchError(f"{path} is unreadable ({e}); use another --workdir or --overwrite") from None
+    return data if isinstance(data, dict) else {}
+
+
+def write_snapshot(config, workdir: str) -> dict:
+    snaps = read_snapshots(workdir)
+    snaps[config.job] = {**version_info(), "saved_at": datetime.datetime.now().isoformat(timespec="seconds"),
+                         "config": flatten_config(config)}
+    tmp = os.path.join(workdir, SNAPSHOT_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(snaps, f, indent=1)
+    os.replace(tmp, os.path.join(workdir, SNAPSHOT_FILE))
+    return snaps[config.job]
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _short(items: list[str], n: int = 6) -> str:
+    return "; ".join(items[:n]) + (f"; ... ({len(items)} fields)" if len(items) > n else "")
+
+
+def open_workdir(config, workdir: str, *, overwrite: bool = False) -> None:
+    """Creates the workdir, checks it against `config` (snapshot + episode caches), writes the snapshot.
+
+    Raises WorkdirMismatchError naming the changed fields unless `overwrite`, which instead
+    discards what the old settings made (a training job's outputs, mismatched episode folders).
+    """
+    os.makedirs(workdir, exist_ok=True)
+    job = config.get("job", "")
+    old = read_snapshots(workdir).get(job)
+    if job in TRAINING_JOB_OUTPUTS and old is not None:
+        # Fields only one side has come from a package update, not from this run's settings.
+        diffs = config_differences(old.get("config", {}), flatten_config(config), both_only=True)
+        if diffs and not overwrite:
+            raise WorkdirMismatchError(
+                f"{workdir} holds a {job} run made with other settings ({_short(diffs)}); "
+                f"use another --workdir, or --overwrite to discard its outputs")
+        if diffs:
+            for pattern in TRAINING_JOB_OUTPUTS[job]:
+                for p in Path(workdir).glob(pattern):
+                    _remove(p)
+    for side in JOB_EPISODE_SIDES.get(job, ()):
+        check_episode_cache(os.path.join(workdir, "episodes", side), episode_key(config, side),
+                            overwrite=overwrite)
+    if job == "generate_episodes":
+        check_episode_cache(generate_out_dir(config, workdir), generate_key(config), overwrite=overwrite)
+    write_snapshot(config, workdir)
+
+
+# ------------------------------------------------------------------------------------------ episode caches
+
+def episode_key(config, side: str) -> dict:
+    """The config fields that decide the episodes of one side of `prepare` (keys = config paths)."""
+    d = config.data
+    key = {"data.split": d.split, "side": side, "data.train_seed_range": list(d.train_seed_range),
+           "data.test_seed_range": list(d.test_seed_range), "data.difficulties": list(d.difficulties),
+           "data.max_optimal_steps": int(d.max_optimal_steps), "data.templates": list(d.templates),
+           "data.resolution": list(d.resolution),
+           f"data.num_{side}_episodes": int(d[f"num_{side}_episodes"])}
+    if d.split == "template":
+        key["seed"] = int(config.seed)  # the template split's search seed
+    return key
+
+
+def generate_out_dir(config, workdir: str) -> str:
+    return config.get("out_dir") or os.path.join(workdir, "episodes", f"{config.split}_{config.side}")
+
+
+def generate_key(config) -> dict:
+    return {"split": config.split, "side": config.side, "train_seeds": list(config.train_seeds),
+            "test_seeds": list(config.test_seeds), "seed": int(config.seed),
+            "num_episodes": int(config.num_episodes), "resolution": list(config.resolution)}
+
+
+def read_cache_key(folder: str) -> Optional[dict]:
+    path = os.path.join(folder, CACHE_KEY_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return {"settings": {}, "complete": False}
+
+
+def write_cache_key(folder: str, key: dict, *, task_ids: Sequence[str], complete: bool) -> None:
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, CACHE_KEY_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"settings": key, "task_ids": list(task_ids), "complete": complete}, f, indent=1)
+    os.replace(tmp, os.path.join(folder, CACHE_KEY_FILE))
+
+
+def _has_content(folder: str) -> bool:
+    return os.path.isdir(folder) and any(True for _ in os.scandir(folder))
+
+
+def check_episode_cache(folder: str, key: dict, *, overwrite: bool = False) -> bool:
+    """True if `folder` is a complete cache made with `key`; False if it must be (re)generated.
+
+    A folder made with other settings, or one this code did not make (no cache key), raises
+    WorkdirMismatchError naming the fields, or with `overwrite` is removed.
+    """
+    if not _has_content(folder):
+        return False
+    stored = read_cache_key(folder)
+    if stored is not None and stored.get("settings") == key:
+        if stored.get("complete"):
+            try:
+                verify_episode_folder(folder, stored.get("task_ids", []))
+                return True
+            except StaleEpisodesError:
+                if not overwrite:
+                    raise
+                shutil.rmtree(folder)
+                return False
+        shutil.rmtree(folder)  # our own interrupted generation: start it again
+        return False
+    if stored is None:
+        why = f"{folder} holds episodes without a {CACHE_KEY_FILE} (made by another version or by hand)"
+    else:
+        why = f"{folder} was made with other settings ({_short(config_differences(stored.get('settings', {}), key))})"
+    if not overwrite:
+        raise WorkdirMismatchError(f"{why}; use another --workdir, or --overwrite to regenerate it")
+    shutil.rmtree(folder)
+    return False
+
+
+def verify_episode_folder(folder: str, task_ids: Sequence[str]):
+    """Opens `folder` as an EpisodeStore and checks it holds exactly `task_ids` (in order)."""
+    from gui_jax.core.serialize import EpisodeFormatError
+    from gui_jax.data.episode_store import EpisodeStore
+    try:
+        store = EpisodeStore(folder, use_index=False)
+    except (EpisodeFormatError, FileNotFoundError) as e:
+        raise StaleEpisodesError(f"{folder}: {e}; use --overwrite to regenerate it") from None
+    ids, want = list(store.ids), list(task_ids)
+    if ids != want:
+        missing = [t for t in want if t not in set(ids)]
+        extra = [t for t in ids if t not in set(want)]
+        detail = (f"{len(missing)} missing (e.g. {missing[:3]})" if missing else "") + \
+                 (f"{', ' if missing else ''}{len(extra)} not selected (e.g. {extra[:3]})" if extra else "")
+        raise StaleEpisodesError(f"{folder} holds {len(ids)} episodes for {len(want)} selected tasks"
+                                 f"{': ' + detail if detail else ' (in another order)'}; "
+                                 f"use --overwrite to regenerate it")
+    return store
+
+
+def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None):
+    """The expert episodes of `tasks`: loaded from `folder` if it is a complete cache for `key`
+    (verified by the store), else generated, written one by one and keyed."""
+    from gui_jax.core.serialize import save_episode
+    from gui_jax.tasks.generate import generate_episodes
+    key = key if key is not None else {"resolution": list(resolution), "task_ids": [t.task_id for t in tasks]}
+    task_ids = [t.task_id for t in tasks]
+    if check_episode_cache(folder, key):  # verified against the task ids stored with the key
+        stored = read_cache_key(folder)
+        if stored.get("task_ids") != task_ids:
+            raise StaleEpisodesError(f"{folder} was made for other tasks than these settings select now "
+                                     f"(the task registry changed?); use --overwrite to regenerate it")
+        from gui_jax.data.episode_store import EpisodeStore
+        return list(EpisodeStore(folder, use_index=False))
+    if len(set(task_ids)) != len(task_ids):
+        dup = sorted({t for t in task_ids if task_ids.count(t) > 1})
+        raise StaleEpisodesError(f"the selected tasks repeat {dup[:3]}: episode ids must be unique")
+    write_cache_key(folder, key, task_ids=task_ids, complete=False)
+    eps = []
+    for i, ep in enumerate(generate_episodes(tasks, resolution=tuple(resolution), progress=True)):
+        save_episode(ep, os.path.join(folder, f"{i:06d}"))
+        eps.append(ep)
+    verify_episode_folder(folder, task_ids)
+    write_cache_key(folder, key, task_ids=task_ids, complete=True)
+    return eps
+
+
+# ------------------------------------------------------------------------------------------ tasks
 
 def select_tasks(tasks, dcfg, limit: int):
     """Tasks of the configured difficulties/templates/lengths, in a seeded round-robin over
@@ -25,28 +309,62 @@ def select_tasks(tasks, dcfg, limit: int):
     return out[:limit]
 
 
-def load_or_generate(tasks, folder: str, resolution):
-    from gui_jax.tasks.generate import generate_episodes
-    if os.path.isdir(folder) and len(episode_dirs(folder)) == len(tasks):
-        return load_episodes(folder)
-    eps = list(generate_episodes(tasks, resolution=tuple(resolution), progress=True))
-    save_episodes(eps, folder)
-    return eps
+def _no_tasks_message(side: str, tasks, d) -> str:
+    have = sorted({t.template for t in tasks})
+    wanted = [t for t in d.templates if t not in have]
+    extra = (f"; templates not on the {side} side of the {d.split} split: {wanted[:6]}" if wanted else "")
+    return (f"no {side} tasks left after filtering (data.difficulties={list(d.difficulties)}, "
+            f"data.max_optimal_steps={d.max_optimal_steps}, data.templates={list(d.templates)}){extra}; "
+            f"the {side} side has {len(tasks)} tasks from {len(have)} templates")
 
 
-def prepare(config, workdir):
+def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
+    """(train_tasks, test_tasks, train_eps, test_eps) of the configured split; a side not in `sides`
+    gets its tasks but no episodes (an empty list)."""
     from gui_jax.tasks.splits import make_split
     d = config.data
     split = make_split(d.split, train_seeds=range(*d.train_seed_range), test_seeds=range(*d.test_seed_range),
                        seed=config.seed)
     print(split.report())
-    train_tasks = select_tasks(split.train, d, d.num_train_episodes)
-    test_tasks = select_tasks(split.test, d, d.num_test_episodes)
-    if not train_tasks or not test_tasks:
-        raise ValueError(f"no tasks left after filtering (difficulties={list(d.difficulties)}, "
-                         f"max_optimal_steps={d.max_optimal_steps}, templates={list(d.templates)})")
-    train_eps = load_or_generate(train_tasks, os.path.join(workdir, "episodes", "train"), d.resolution)
-    test_eps = load_or_generate(test_tasks, os.path.join(workdir, "episodes", "test"), d.resolution)
-    return train_tasks, test_tasks, train_eps, test_eps
+    selected, episodes = {}, {}
+    for side, pool, limit in (("train", split.train, d.num_train_episodes),
+                              ("test", split.test, d.num_test_episodes)):
+        selected[side] = select_tasks(pool, d, limit)
+        if side in sides and not selected[side]:
+            raise RunError(_no_tasks_message(side, pool, d))
+        episodes[side] = (load_or_generate(selected[side], os.path.join(workdir, "episodes", side), d.resolution,
+                                           key=episode_key(config, side)) if side in sides else [])
+    return selected["train"], selected["test"], episodes["train"], episodes["test"]
 
 
+# ------------------------------------------------------------------------------------------ stage checkpoints
+
+def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"):
+    """(params, step) of the latest checkpoint in a training stage's checkpoints folder; the folder
+    must exist and hold a step (checked first: a read-only path is never created)."""
+    from gui_jax.config_check import checkpoint_dir_problem, checkpoint_steps
+    problem = checkpoint_dir_problem(checkpoint_dir)
+    if problem:
+        raise RunError(f"config.{field} = {checkpoint_dir!r}: {problem}")
+    import orbax.checkpoint as ocp
+    step = checkpoint_steps(checkpoint_dir)[-1]
+    mgr = ocp.CheckpointManager(os.path.abspath(checkpoint_dir),
+                                options=ocp.CheckpointManagerOptions(create=False, read_only=True))
+    try:
+        tree = mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
+    finally:
+        mgr.close()
+    return tree["state"]["params"], step
+
+
+def set_agent_params(agent, restored, where: str) -> None:
+    """Puts restored params into the agent, checking they fit the model (count and shapes)."""
+    import jax
+    leaves, want = jax.tree.leaves(restored), jax.tree.leaves(agent.params)
+    if len(leaves) != len(want) or any(a.shape != b.shape for a, b in zip(leaves, want)):
+        bad = next((f"{a.shape} vs {b.shape}" for a, b in zip(leaves, want) if a.shape != b.shape), "")
+        raise RunError(f"the checkpoint in {where} does not match the configured model "
+                       f"({len(leaves)} vs {len(want)} arrays{'; first shape mismatch ' + bad if bad else ''}); "
+                       f"set the model.* fields the checkpoint was trained with")
+    agent.set_params(jax.tree.unflatten(jax.tree.structure(agent.params),
+                                        [jax.numpy.asarray(a).astype(b.dtype) for a, b in zip(leaves, want)]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from gui_jax.config_check import RunError
 
 
 def make_tasks(ecfg) -> list:
@@ -27,7 +28,7 @@ def make_tasks(ecfg) -> list:
     if ecfg.backend == "androidworld":
         from gui_jax.envs.androidworld import AndroidWorldTask
         return [AndroidWorldTask(t, s) for t in ecfg.tasks for s in seeds]
-    raise ValueError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+    raise RunError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
 
 
 def env_factory(ecfg):
@@ -46,7 +47,7 @@ def env_factory(ecfg):
         from gui_jax.envs.androidworld import AndroidWorldEnv
         urls = list(ecfg.server_urls)
         return lambda slot: AndroidWorldEnv(urls[slot % len(urls)], max_steps=ecfg.max_steps + 1)
-    raise ValueError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+    raise RunError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
 
 
 def per_task_table(records) -> dict:
@@ -99,17 +100,17 @@ def format_table(table: dict) -> str:
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.jobs.evaluate import load_stage_params
+    from gui_jax.jobs.common import load_stage_params, set_agent_params
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
     ecfg = config.env
     if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
-        raise ValueError("env_eval needs model.checkpoint or eval.checkpoint_dir; set eval.untrained=True to "
+        raise RunError("env_eval needs model.checkpoint or eval.checkpoint_dir; set eval.untrained=True to "
                          "score a random model")
     tasks = make_tasks(ecfg)
     agent = Agent(config, seed=config.seed)
     if config.eval.get("checkpoint_dir"):
-        agent.set_params(load_stage_params(agent, config.eval.checkpoint_dir))
+        set_agent_params(agent, load_stage_params(config.eval.checkpoint_dir)[0], config.eval.checkpoint_dir)
     pcfg = PromptConfig(**config.prompt.to_dict())
     _, table, report = evaluate_on_envs(agent.policy, env_factory(ecfg), tasks, pcfg, num_envs=ecfg.num_envs,
                                         max_steps=ecfg.max_steps, temperature=config.eval.temperature,

@@ -1,46 +1,49 @@
 """Evaluation job: SOP, step metrics and online success of a trained agent on a held-out split.
 
     python -m gui_jax.main --config configs/evaluate.py --config.eval.checkpoint_dir=runs/quickstart/rl/checkpoints
-Weights come from `model.checkpoint` (a Hugging Face directory) and, if set, the latest Orbax
-checkpoint in `eval.checkpoint_dir` (a training stage's checkpoints folder).
+Weights: the latest Orbax checkpoint in `eval.checkpoint_dir` (a training stage's checkpoints
+folder), else `model.checkpoint` (a Hugging Face directory). Without either the job refuses to run
+unless `eval.untrained=True` says to score the untrained model. It prints what it loaded.
 """
 from __future__ import annotations
 
 import json
 import os
 
+from gui_jax.config_check import RunError
+from gui_jax.jobs import common
+
 
 def load_stage_params(agent, checkpoint_dir: str):
     """Params of the latest checkpoint in a stage's folder (optimizer state is not needed)."""
-    import orbax.checkpoint as ocp
-    mgr = ocp.CheckpointManager(os.path.abspath(checkpoint_dir))
-    step = mgr.latest_step()
-    if step is None:
-        raise FileNotFoundError(f"no checkpoint in {checkpoint_dir}")
-    tree = mgr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
-    mgr.close()
-    return tree["state"]["params"]
+    del agent
+    return common.load_stage_params(checkpoint_dir)[0]
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.rl.prompting import PromptConfig
     from gui_jax.eval.suite import evaluate_agent, format_table
-    from gui_jax.jobs.common import prepare
     from gui_jax.rl.agent import Agent
-    _, test_tasks, _, test_eps = prepare(config, workdir)
+    from gui_jax.rl.prompting import PromptConfig
+    ckpt_dir = config.eval.get("checkpoint_dir", "")
+    hf_dir = config.model.get("checkpoint", "")
+    if not ckpt_dir and not hf_dir and not config.eval.get("untrained", False):
+        raise RunError("evaluate needs trained weights: set eval.checkpoint_dir (e.g. runs/quickstart/rl/checkpoints) "
+                       "or model.checkpoint, or eval.untrained=True to score the untrained model")
+    _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
     agent = Agent(config, seed=config.seed)
-    if config.eval.get("checkpoint_dir"):
-        import jax
-        restored = load_stage_params(agent, config.eval.checkpoint_dir)
-        leaves = jax.tree.leaves(restored)
-        want = jax.tree.leaves(agent.params)
-        if len(leaves) != len(want) or any(a.shape != b.shape for a, b in zip(leaves, want)):
-            raise ValueError(f"checkpoint in {config.eval.checkpoint_dir} does not match the model "
-                             f"({len(leaves)} vs {len(want)} arrays)")
-        agent.set_params(jax.tree.unflatten(jax.tree.structure(agent.params),
-                                            [a.astype(b.dtype) for a, b in zip(leaves, want)]))
+    if ckpt_dir:
+        params, step = common.load_stage_params(ckpt_dir)
+        common.set_agent_params(agent, params, ckpt_dir)
+        source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step)}
+        print(f"evaluating checkpoint {os.path.abspath(ckpt_dir)} step {step}")
+    elif hf_dir:
+        source = {"kind": "huggingface", "path": os.path.abspath(hf_dir), "step": None}
+        print(f"evaluating Hugging Face weights from {os.path.abspath(hf_dir)}")
+    else:
+        source = {"kind": "untrained", "path": None, "step": None, "preset": config.model.preset}
+        print(f"evaluating the UNTRAINED model (eval.untrained=True; preset {config.model.preset}, seed {config.seed})")
     pcfg = PromptConfig(**config.prompt.to_dict())
     result = evaluate_agent(agent, test_eps, test_tasks, pcfg, config)
     with open(os.path.join(workdir, "eval.json"), "w") as f:
-        json.dump(result, f, indent=1)
+        json.dump({**result, "weights": source}, f, indent=1)
     print(format_table({"evaluated": result}))

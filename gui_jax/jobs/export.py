@@ -15,16 +15,9 @@ import json
 import os
 import shutil
 
-from gui_jax.jobs.evaluate import load_stage_params
+from gui_jax.jobs.common import load_stage_params, set_agent_params
 from gui_jax.rl.agent import Agent
-
-
-def _latest_step(checkpoint_dir: str) -> int:
-    import orbax.checkpoint as ocp
-    mgr = ocp.CheckpointManager(os.path.abspath(checkpoint_dir))
-    step = mgr.latest_step()
-    mgr.close()
-    return int(step)
+from gui_jax.config_check import RunError
 
 
 def write_tokenizer(tokenizer, out_dir: str) -> str:
@@ -76,19 +69,11 @@ def run(config, workdir: str) -> None:
     agent = Agent(config, seed=config.seed)
     source = {"model.checkpoint": config.model.get("checkpoint", ""), "model.preset": config.model.preset}
     if ecfg.checkpoint_dir:
-        import jax
-        params = load_stage_params(agent, ecfg.checkpoint_dir)
-        step = _latest_step(ecfg.checkpoint_dir)
-        want = jax.tree.leaves(agent.params)
-        leaves = jax.tree.leaves(params)
-        if len(leaves) != len(want) or any(a.shape != b.shape for a, b in zip(leaves, want)):
-            raise ValueError(f"checkpoint in {ecfg.checkpoint_dir} does not match the model "
-                             f"({len(leaves)} vs {len(want)} arrays)")
-        agent.set_params(jax.tree.unflatten(jax.tree.structure(agent.params),
-                                            [a.astype(b.dtype) for a, b in zip(leaves, want)]))
+        params, step = load_stage_params(ecfg.checkpoint_dir, field="export.checkpoint_dir")
+        set_agent_params(agent, params, ecfg.checkpoint_dir)
         source.update({"checkpoint_dir": os.path.abspath(ecfg.checkpoint_dir), "step": int(step)})
     elif not config.model.get("checkpoint"):
-        raise ValueError("export needs export.checkpoint_dir (a training stage's checkpoints folder) or "
+        raise RunError("export needs export.checkpoint_dir (a training stage's checkpoints folder) or "
                          "model.checkpoint (a Hugging Face directory to re-export)")
     out_dir = ecfg.out_dir or os.path.join(workdir, "hf")
     if ecfg.overwrite and os.path.isdir(out_dir):

@@ -13,6 +13,7 @@ import json
 import os
 
 from gui_jax.eval.correlation import linear_fit
+from gui_jax.config_check import RunError
 
 
 def collect_points(patterns, x_metric: str = "SOP_Score", y_metric: str = "online_SR",
@@ -22,7 +23,7 @@ def collect_points(patterns, x_metric: str = "SOP_Score", y_metric: str = "onlin
     for pattern in patterns:
         matches = sorted(glob.glob(pattern))
         if not matches:
-            raise FileNotFoundError(f"report.runs: {pattern!r} matches no directory")
+            raise RunError(f"report.runs: {pattern!r} matches no directory")
         for run in matches:
             for name in ("results.json", "eval.json"):
                 path = os.path.join(run, name)
@@ -46,7 +47,7 @@ def run(config, workdir: str) -> None:
     rcfg = config.report
     points = collect_points(tuple(rcfg.runs), rcfg.x_metric, rcfg.y_metric, tuple(rcfg.skip_stages))
     if len(points) < 3:
-        raise ValueError(f"found {len(points)} evaluated checkpoints with both {rcfg.x_metric} and "
+        raise RunError(f"found {len(points)} evaluated checkpoints with both {rcfg.x_metric} and "
                          f"{rcfg.y_metric} under {list(rcfg.runs)}; a fit needs at least 3")
     fit = linear_fit([p["x"] for p in points], [p["y"] for p in points])
     out = {"x_metric": rcfg.x_metric, "y_metric": rcfg.y_metric, **fit, "points": points}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections import defaultdict
 from typing import Iterable, Optional
 
@@ -13,8 +14,11 @@ from absl import logging
 class MetricsLogger:
     """Writes scalars under `<workdir>/logs` (TensorBoard) and `<workdir>/metrics.jsonl`.
 
-    Resumable: on re-open, entries at or after `resume_step` for the same stage are dropped from
-    the in-memory history so the curves have no duplicates after a restart.
+    Each (name, step) is written once across restarts: on open the existing metrics.jsonl is read
+    (a line torn by a kill is dropped), and a later write of an already logged (name, step) — a
+    resumed run redoing the steps after its last checkpoint, or a cached evaluation re-reported —
+    is skipped in both the JSONL and TensorBoard (the first value stays; resumed training repeats
+    it exactly). TensorBoard events go out after the JSONL line, so they are never ahead of it.
     """
 
     def __init__(self, workdir: str, *, tensorboard: bool = True):
@@ -22,28 +26,75 @@ class MetricsLogger:
         os.makedirs(workdir, exist_ok=True)
         self.jsonl_path = os.path.join(workdir, "metrics.jsonl")
         self.history: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self._logged: set[tuple[str, int]] = set()
+        self.skipped = 0  # writes dropped as already logged (this session)
         if os.path.exists(self.jsonl_path):
-            with open(self.jsonl_path) as f:
-                for line in f:
-                    if line.strip():
-                        rec = json.loads(line)
-                        self.history[rec["name"]].append((rec["step"], rec["value"]))
+            self._load_existing()
         self._tb = None
-        if tensorboard:
-            from tensorboardX import SummaryWriter
-            self._tb = SummaryWriter(os.path.join(workdir, "logs"))
+        self._tensorboard = tensorboard
+
+    def _load_existing(self) -> None:
+        with open(self.jsonl_path, "rb") as f:
+            raw = f.read()
+        kept, changed = [], False
+        lines = raw.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        elif lines:
+            changed = True  # the last line has no newline: torn by a kill mid-write
+            lines.pop()
+        for line in lines:
+            try:
+                rec = json.loads(line)
+                key = (rec["name"], int(rec["step"]))
+                value = float(rec["value"])
+            except (ValueError, KeyError, TypeError):
+                changed = True
+                continue
+            if key in self._logged:
+                changed = True  # a duplicate left by an older version: keep the first
+                continue
+            self._logged.add(key)
+            self.history[key[0]].append((key[1], value))
+            kept.append(line)
+        if changed:
+            tmp = self.jsonl_path + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(b"".join(ln + b"\n" for ln in kept))
+            os.replace(tmp, self.jsonl_path)
+
+    def _open_tensorboard(self):
+        from tensorboardX import SummaryWriter
+        # A unique file per writer: two writers in the same second (a quick restart) would
+        # otherwise share tensorboardX's default file name and the second would truncate the first.
+        return SummaryWriter(os.path.join(self.workdir, "logs"),
+                             filename_suffix=f".{os.getpid()}.{time.time_ns()}")
+
+    def logged(self, name: str, step: int) -> bool:
+        return (name, int(step)) in self._logged
 
     def write(self, step: int, scalars: dict, prefix: str = "") -> None:
+        step = int(step)
+        fresh = []
+        for k, v in scalars.items():
+            if v is None:
+                continue
+            name = f"{prefix}/{k}" if prefix else k
+            if (name, step) in self._logged:
+                self.skipped += 1
+                continue
+            fresh.append((name, float(v)))
+        if not fresh:
+            return
         with open(self.jsonl_path, "a") as f:
-            for k, v in scalars.items():
-                if v is None:
-                    continue
-                v = float(v)
-                name = f"{prefix}/{k}" if prefix else k
-                self.history[name].append((int(step), v))
-                f.write(json.dumps({"name": name, "step": int(step), "value": v}) + "\n")
-                if self._tb is not None and math.isfinite(v):
-                    self._tb.add_scalar(name, v, int(step))
+            f.write("".join(json.dumps({"name": n, "step": step, "value": v}) + "\n" for n, v in fresh))
+        if self._tensorboard and self._tb is None:
+            self._tb = self._open_tensorboard()
+        for name, v in fresh:
+            self._logged.add((name, step))
+            self.history[name].append((step, v))
+            if self._tb is not None and math.isfinite(v):
+                self._tb.add_scalar(name, v, step)
         if self._tb is not None:
             self._tb.flush()
 

@@ -17,9 +17,19 @@ from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.sft import expert_history, train_sft
 
 
+class NoVerifiedThoughtsError(ValueError):
+    """A round kept no sampled thought: there is nothing to fine-tune on."""
+
+
 def collect_thoughts(agent, episodes: Sequence[Episode], pcfg: PromptConfig, *, samples_per_step: int,
-                     temperature: float, seed: int, require_thought: bool = True) -> dict:
-    """(episode index, step) → a sampled thought whose action matched the expert (first found)."""
+                     temperature: float, seed: int, require_thought: bool = True, chunk_size: int = 64,
+                     progress: bool = True) -> dict:
+    """(episode index, step) → a sampled thought whose action matched the expert (first found).
+
+    Pass k re-asks only the steps still missing a thought; prompts go to the policy in chunks of
+    `chunk_size` so the progress bar moves while sampling.
+    """
+    from tqdm.auto import tqdm
     items = [(e, t) for e, ep in enumerate(episodes) for t in range(len(ep.actions))]
     prompts = [build_messages(episodes[e].goal, expert_history(episodes[e], t, pcfg), episodes[e].observations[t],
                               pcfg) for e, t in items]
@@ -29,12 +39,20 @@ def collect_thoughts(agent, episodes: Sequence[Episode], pcfg: PromptConfig, *, 
         todo = [i for i, it in enumerate(items) if it not in kept]
         if not todo:
             break
-        gens = agent.policy.generate([prompts[i] for i in todo], temperature=temperature, seed=seed * 131 + k)
-        for i, g in zip(todo, gens):
-            e, t = items[i]
-            j = judge_step(g.text, episodes[e], t, pcfg, scfg)
-            if j.exact_match and j.thought.strip():
-                kept[(e, t)] = j.thought.strip()
+        bar = tqdm(total=len(todo), desc=f"sampling thoughts {k + 1}/{samples_per_step}", dynamic_ncols=True,
+                   leave=False, disable=not progress)
+        for j in range(0, len(todo), chunk_size):
+            part = todo[j:j + chunk_size]
+            gens = agent.policy.generate([prompts[i] for i in part], temperature=temperature,
+                                         seed=seed * 131 + k + 7919 * (j // chunk_size))
+            for i, g in zip(part, gens):
+                e, t = items[i]
+                jd = judge_step(g.text, episodes[e], t, pcfg, scfg)
+                if jd.exact_match and jd.thought.strip():
+                    kept[(e, t)] = jd.thought.strip()
+            bar.update(len(part))
+            bar.set_postfix(kept=f"{len(kept)}/{len(items)}")
+        bar.close()
     return kept
 
 
@@ -51,8 +69,14 @@ def reasoning_bootstrap(agent, episodes: Sequence[Episode], pcfg: PromptConfig, 
         history.append(stats)
         if logger is not None:
             logger.write(r, stats, prefix="reasoning_sft")
+        print(f"round {r}: kept {len(thoughts)} of {n_steps} expert steps with a verified thought")
         if not thoughts:
-            break
+            raise NoVerifiedThoughtsError(
+                f"reasoning SFT round {r} kept 0 of {n_steps} sampled steps: no sampled action with a "
+                f"thought matched the expert ({cfg.samples_per_step} samples per step at temperature "
+                f"{cfg.temperature}), so there is nothing to fine-tune on. Start from a model that writes "
+                f"thoughts (reasoning.init_checkpoint = an SFT stage's checkpoints, or model.checkpoint), "
+                f"or raise reasoning.samples_per_step")
         # Train only on steps that have a verified thought (others would teach empty thoughts).
         keep_eps = sorted({e for e, _ in thoughts})
         remap = {e: i for i, e in enumerate(keep_eps)}

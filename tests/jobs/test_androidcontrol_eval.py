@@ -89,5 +89,5 @@ def test_job_refuses_to_score_without_weights(tmp_path):
         run(cfg, str(tmp_path))
     cfg.androidcontrol.paths = (str(tmp_path / "nothing-*"),)
     cfg.eval.untrained = True
-    with pytest.raises(FileNotFoundError, match="match no file"):
+    with pytest.raises(ValueError, match="match no file"):
         run(cfg, str(tmp_path))
