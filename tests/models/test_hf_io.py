@@ -67,6 +67,14 @@ def test_single_and_sharded_saves_load_and_round_trip_bitwise(hf_dirs, tie, tmp_
     assert len(files) > 3 and files[-1] == "model.safetensors.index.json"
     _assert_same_tensors(original, _tensors(out_single))
     _assert_same_tensors(original, _tensors(out_sharded))
+  # Stacked layout (scan_layers): per-layer tensors load into one [layers, ...] param and save back bitwise.
+  stacked, scfg = load_hf_checkpoint(sharded, scan_layers=True)
+  assert scfg.scan_layers
+  np.testing.assert_array_equal(np.asarray(stacked.language_model.layers.self_attn.q_proj.kernel[...][1]), q.T)
+  qkv = model.model.visual.blocks[2].attn.qkv.weight.detach().numpy()
+  np.testing.assert_array_equal(np.asarray(stacked.visual.blocks.attn.qkv.kernel[...][2]), qkv.T)
+  save_hf_checkpoint(stacked, str(tmp_path / "stacked"), max_shard_size="30KB")
+  _assert_same_tensors(original, _tensors(str(tmp_path / "stacked")))
   # transformers reads what we wrote (config + sharded safetensors) back to the same weights.
   back = Qwen2_5_VLForConditionalGeneration.from_pretrained(out_sharded).float()
   ref_sd, back_sd = model.state_dict(), back.state_dict()
@@ -119,7 +127,12 @@ def test_missing_wrong_shape_and_unexpected_tensors_raise_naming_the_tensor(hf_d
 def test_config_layouts_and_presets_round_trip():
   for name in ("tiny", "3b", "7b", "32b", "72b"):
     cfg = preset(name)
-    assert Qwen25VLConfig.from_hf_dict(cfg.to_hf_dict(), dtype=cfg.dtype) == cfg
+    assert cfg.scan_layers == (name != "tiny")  # runtime option, not in config.json
+    assert Qwen25VLConfig.from_hf_dict(cfg.to_hf_dict(), dtype=cfg.dtype, scan_layers=cfg.scan_layers) == cfg
+  with pytest.raises(TypeError, match="unknown runtime option"):
+    Qwen25VLConfig.from_hf_dict(preset("tiny").to_hf_dict(), scan=True)
+  with pytest.raises(ValueError, match="remat_policy 'dots' unknown"):
+    preset("tiny", remat_policy="dots")
   c7 = preset("7b")
   assert (c7.text.hidden_size, c7.text.num_hidden_layers, c7.text.num_key_value_heads) == (3584, 28, 4)
   assert preset("3b").tie_word_embeddings and preset("3b").text.vocab_size == 151936
@@ -130,8 +143,31 @@ def test_config_layouts_and_presets_round_trip():
   legacy.update({k: v for k, v in d["text_config"].items() if k != "rope_parameters"})
   legacy.update(rope_theta=1000000.0, rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]})
   legacy["vision_config"] = {k: v for k, v in d["vision_config"].items() if k != "out_hidden_size"}
-  assert Qwen25VLConfig.from_hf_dict(json.loads(json.dumps(legacy)), dtype="bfloat16") == c7
+  assert Qwen25VLConfig.from_hf_dict(json.loads(json.dumps(legacy)), dtype="bfloat16", scan_layers=True) == c7
   assert canonical_hf_name("model.language_model.layers.0.mlp.up_proj.weight") == "model.layers.0.mlp.up_proj.weight"
   assert canonical_hf_name("model.visual.merger.mlp.0.bias") == "visual.merger.mlp.0.bias"
   with pytest.raises(ValueError, match="unknown Qwen2.5-VL preset 'huge'"):
     preset("huge")
+
+
+def test_safetensors_file_slices_dtypes_and_errors(tmp_path):
+  rng = np.random.default_rng(0)
+  tensors = {"w.bf16": rng.standard_normal((4, 6)).astype(ml_dtypes.bfloat16),
+             "b.f32": rng.standard_normal(5).astype(np.float32), "i.i64": np.arange(6, dtype=np.int64).reshape(3, 2)}
+  path = str(tmp_path / "t.safetensors")
+  write_safetensors(path, tensors, metadata={"format": "pt"})
+  st = SafetensorsFile(path)
+  assert sorted(st.keys()) == sorted(tensors) and st.metadata == {"format": "pt"}
+  for name, arr in tensors.items():
+    assert st.shape(name) == arr.shape and st.dtype(name) == arr.dtype
+    assert st.get(name).tobytes() == arr.tobytes() and st.get(name).dtype == arr.dtype
+  assert st.get_slice("w.bf16", (slice(1, 3), slice(2, 5))).tobytes() == tensors["w.bf16"][1:3, 2:5].tobytes()
+  assert st.get_slice("i.i64", 2).tolist() == [4, 5]
+  with pytest.raises(KeyError, match=r"t\.safetensors: no tensor 'nope'"):
+    st.get("nope")
+  with pytest.raises(ValueError, match=r"tensor 'c': dtype complex64 cannot be stored"):
+    write_safetensors(path, {"c": np.zeros(2, np.complex64)})
+  bad = tmp_path / "bad.safetensors"
+  bad.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+  with pytest.raises(ValueError, match=r"bad\.safetensors: not a readable safetensors file"):
+    SafetensorsFile(str(bad))

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+import torch
 from flax import nnx
 
 from gui_jax.models.qwen2_5_vl import get_rope_index, load_hf_checkpoint, vision_layout
@@ -60,11 +61,11 @@ def case(request, tmp_path_factory):
   hf.save_pretrained(path)
   model, our_cfg = load_hf_checkpoint(path)
   inputs = build_inputs(rows, grids, pad_side=side, seed=3, patch_dim=PATCH_DIM)
-  return request.param, hf, model, our_cfg, inputs
+  return request.param, hf, model, our_cfg, inputs, path
 
 
 def test_logits_loss_grads_and_kv_cache_match_transformers(case):
-  name, hf, model, cfg, inputs = case
+  name, hf, model, cfg, inputs, _ = case
   mask = inputs["attention_mask"].astype(bool)
   labels = np.where(mask, inputs["input_ids"], -100)
   labels[inputs["input_ids"] == IMAGE_ID] = -100
@@ -110,6 +111,26 @@ def test_logits_loss_grads_and_kv_cache_match_transformers(case):
     print(f"{name}: kv-cache decode max |logit diff| {cache_diff:.3g}")
 
 
+def test_scan_layers_logits_match_transformers(case):
+  """The stacked (scan_layers) model loaded from the same checkpoint: vision blocks scanned as runs
+  (gqa_untied_right: full block 1 of 3), as [groups, period] (mqa_tied_left: blocks 1, 3 of 4) or one run after
+  another (odd_heads_left); patch count padded to a bucket."""
+  name, hf, _, _, inputs, path = case
+  model, cfg = load_hf_checkpoint(path, scan_layers=True)
+  with torch.no_grad():
+    ref = hf_forward(hf, inputs).logits.numpy()
+  n = inputs["pixel_values"].shape[0]
+  pixels = np.concatenate([inputs["pixel_values"], np.zeros((n // 2 // 4 * 4, PATCH_DIM), np.float32)])
+  layout = vision_layout(inputs["image_grid_thw"], cfg.vision, pad_patches_to=pixels.shape[0])
+  pos, _ = get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], inputs["attention_mask"], cfg)
+  fwd = nnx.jit(lambda m, ids, mask, pix, lay, pos: m(ids, attention_mask=mask, pixel_values=pix,
+                                                      vision_layout=lay, position_ids=pos).logits)
+  logits = fwd(model, inputs["input_ids"], inputs["attention_mask"], pixels, layout, pos)
+  diff = np.abs(np.asarray(logits) - ref)[inputs["attention_mask"].astype(bool)].max()
+  print(f"{name} (scan_layers): max |logit diff| = {diff:.3g}")
+  assert diff <= 1e-4
+
+
 def _check_kv_cache_decoding(model, inputs, layout, full_logits):
   """Prefill a left-padded prompt into the static cache (jitted), decode the last 2 text tokens one by one:
   the logits equal the full forward's."""
@@ -136,7 +157,7 @@ def _check_kv_cache_decoding(model, inputs, layout, full_logits):
   return diff
 
 
-def test_tiny_preset_runs_jitted_with_logical_axes(monkeypatch):
+def test_tiny_preset_runs_jitted_with_logical_axes():
   from gui_jax.models.qwen2_5_vl import Qwen25VLForConditionalGeneration, logical_axes, preset
   from gui_jax.models.qwen2_5_vl.config import TINY_IMAGE_PAD_ID
   cfg = preset("tiny")
@@ -152,9 +173,7 @@ def test_tiny_preset_runs_jitted_with_logical_axes(monkeypatch):
   pos, _ = get_rope_index(ids, grid, None, cfg)
   fwd = nnx.jit(lambda m, i, p, lay, pos: m(i, pixel_values=p, vision_layout=lay, position_ids=pos))
   out = fwd(model, ids, pixels, vision_layout(grid, cfg.vision), pos)
-  from gui_jax.models.qwen2_5_vl import vision
-  monkeypatch.setattr(vision, "FULL_ATTN_CHUNK", 12)  # eager path with uneven query chunks in full attention
-  eager = model(ids, pixel_values=pixels, image_grid_thw=grid)
+  eager = model(ids, pixel_values=pixels, image_grid_thw=grid)  # eager path, layout built from the grid
   assert out.logits.shape == (1, 12, cfg.text.vocab_size)
   np.testing.assert_allclose(np.asarray(out.logits), np.asarray(eager.logits), atol=1e-5, rtol=0)
 

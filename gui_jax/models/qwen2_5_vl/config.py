@@ -4,7 +4,9 @@
 transformers 5 (`text_config`, `vision_config`, `rope_parameters.mrope_section`) or legacy (text fields at the
 top level, `rope_scaling` / `rope_theta`). `to_hf_dict()` writes the transformers 5 layout.
 
-Presets (`preset(name)`): 'tiny' (the embedded default; trains on a CPU), '3b', '7b', '32b', '72b' (public shapes).
+Presets (`preset(name)`): 'tiny' (the embedded default; trains on a CPU), '3b', '7b', '32b', '72b' (public shapes;
+these set scan_layers=True). Runtime options (attention_impl, scan_layers, remat_policy) are not part of the HF
+config.json: pass them to from_hf_dict(..., **runtime) / load_hf_checkpoint or `cfg.replace(...)`.
 The tiny vocabulary is `TINY_VOCAB_SIZE` ids: `TINY_BASE_VOCAB` ordinary tokens followed by the 22 Qwen special
 tokens in Qwen's own order (`QWEN_SPECIAL_TOKENS`), so `TINY_SPECIAL_IDS['<|image_pad|>']` etc. are fixed.
 """
@@ -33,6 +35,13 @@ TINY_VISION_END_ID = TINY_SPECIAL_IDS["<|vision_end|>"]
 TINY_IM_START_ID = TINY_SPECIAL_IDS["<|im_start|>"]
 TINY_IM_END_ID = TINY_SPECIAL_IDS["<|im_end|>"]
 TINY_ENDOFTEXT_ID = TINY_SPECIAL_IDS["<|endoftext|>"]
+
+ATTENTION_IMPLS = ("auto", "xla", "splash", "cudnn")
+# 'none': keep all activations; 'full': save only each layer's input (recompute the layer in the backward pass);
+# the others are jax.checkpoint_policies of the same name (what is saved inside a layer).
+REMAT_POLICIES = ("none", "full", "dots_saveable", "dots_with_no_batch_dims_saveable", "nothing_saveable",
+                  "everything_saveable")
+RUNTIME_FIELDS = ("attention_impl", "scan_layers", "remat_policy")  # not stored in config.json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +105,10 @@ class Qwen25VLConfig:
   tie_word_embeddings: bool = False
   dtype: str = "float32"        # activation / compute dtype
   param_dtype: str = "float32"  # storage dtype of the weights
+  # Runtime options (not part of the HF config.json; see RUNTIME_FIELDS):
+  attention_impl: str = "auto"  # 'auto' | 'xla' | 'splash' | 'cudnn' (gui_jax/models/attention.py)
+  scan_layers: bool = False     # decoder layers / vision blocks as one stacked module run by a scan
+  remat_policy: str = "none"    # activation rematerialisation per layer/block: see REMAT_POLICIES
 
   def __post_init__(self):
     if self.text.hidden_size % self.text.num_attention_heads:
@@ -112,6 +125,10 @@ class Qwen25VLConfig:
     if self.vision.out_hidden_size != self.text.hidden_size:
       raise ValueError(f"vision.out_hidden_size {self.vision.out_hidden_size} != text.hidden_size "
                        f"{self.text.hidden_size}")
+    if self.attention_impl not in ATTENTION_IMPLS:
+      raise ValueError(f"attention_impl {self.attention_impl!r} unknown; choose one of {ATTENTION_IMPLS}")
+    if self.remat_policy not in REMAT_POLICIES:
+      raise ValueError(f"remat_policy {self.remat_policy!r} unknown; choose one of {REMAT_POLICIES}")
     bad = [i for i in self.vision.fullatt_block_indexes if not 0 <= i < self.vision.depth]
     if bad:
       raise ValueError(f"fullatt_block_indexes {bad} outside vision depth {self.vision.depth}")
@@ -122,8 +139,13 @@ class Qwen25VLConfig:
   # ------------------------------------------------------------------ HF I/O
   @classmethod
   def from_hf_dict(cls, d: dict[str, Any], dtype: str | None = None,
-                   param_dtype: str | None = None) -> "Qwen25VLConfig":
-    """Builds the config from a HF config.json dict (transformers 5 or legacy layout)."""
+                   param_dtype: str | None = None, **runtime) -> "Qwen25VLConfig":
+    """Builds the config from a HF config.json dict (transformers 5 or legacy layout).
+    runtime: RUNTIME_FIELDS values (attention_impl, scan_layers, remat_policy); None entries are ignored."""
+    runtime = {k: v for k, v in runtime.items() if v is not None}
+    unknown = sorted(set(runtime) - set(RUNTIME_FIELDS))
+    if unknown:
+      raise TypeError(f"from_hf_dict: unknown runtime option(s) {unknown}; known: {RUNTIME_FIELDS}")
     text_d = dict(d.get("text_config") or {})
     # Legacy layout: text fields at the top level; nested values win when both exist.
     for f in dataclasses.fields(TextConfig):
@@ -162,7 +184,7 @@ class Qwen25VLConfig:
     top = {k: d[k] for k in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
            if k in d}
     return cls(text=text, vision=vision, tie_word_embeddings=tie, dtype=dtype or "float32",
-               param_dtype=param_dtype or str(hf_dtype), **top)
+               param_dtype=param_dtype or str(hf_dtype), **top, **runtime)
 
   def to_hf_dict(self) -> dict[str, Any]:
     """The transformers 5 `config.json` dict for this config."""
@@ -223,8 +245,9 @@ def _real(hidden, inter, layers, heads, kv, vocab, vis_inter, tie) -> Qwen25VLCo
   text = TextConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
                     num_attention_heads=heads, num_key_value_heads=kv)
   vision = VisionConfig(intermediate_size=vis_inter, out_hidden_size=hidden)
+  # Real sizes scan their layers (compile time and program size independent of depth).
   return Qwen25VLConfig(text=text, vision=vision, tie_word_embeddings=tie, dtype="bfloat16",
-                        param_dtype="bfloat16")
+                        param_dtype="bfloat16", scan_layers=True)
 
 
 _PRESETS = {

@@ -1,6 +1,7 @@
 """Hugging Face checkpoint I/O for Qwen2.5-VL: HF directory <-> Flax NNX model, tensor by tensor.
 
-  model, cfg = load_hf_checkpoint(path, dtype=None, param_dtype=None, shardings=None, strict=True, remat=False)
+  model, cfg = load_hf_checkpoint(path, dtype=None, param_dtype=None, shardings=None, strict=True, remat=None,
+                                  scan_layers=None, attention_impl=None, remat_policy=None)
   save_hf_checkpoint(model, path, max_shard_size=5 * 2**30, dtype=None)
   param_mapping(cfg) -> list[TensorMapping]   # the declarative HF name <-> param path table
 
@@ -12,6 +13,10 @@ A HF directory holds `config.json` and either `model.safetensors` or shards list
 
 `shardings(path: str, logical_axes: tuple, shape: tuple) -> jax.sharding.Sharding | None` places each tensor as it
 is read (e.g. NamedSharding from logical axis rules), so a large model never sits whole on one device.
+
+With cfg.scan_layers the per-layer tensors `model.layers.{i}.*` / `visual.blocks.{i}.*` map to ONE stacked param
+(leading 'layers' axis, slice i = layer i): load stacks them (placing the stacked array with its sharding), save
+unstacks them; the files are the same either way.
 """
 from __future__ import annotations
 
@@ -36,10 +41,12 @@ SINGLE_FILE = "model.safetensors"
 @dataclasses.dataclass(frozen=True)
 class TensorMapping:
   """hf_name <-> param path ('.'-joined nnx path); transform: 'identity' | 'linear' (W.T) | 'patch'
-  (Conv3d weight [D, C, T, P, P] <-> kernel [C*T*P*P, D])."""
+  (Conv3d weight [D, C, T, P, P] <-> kernel [C*T*P*P, D]); layer: index into the param's leading stacked axis
+  (scan_layers), None when the param is this tensor alone."""
   hf_name: str
   path: str
   transform: str
+  layer: int | None = None
 
 
 _VISION_BLOCK = [
@@ -60,9 +67,13 @@ _TEXT_LAYER = [
 
 def param_mapping(cfg: Qwen25VLConfig) -> list[TensorMapping]:
   """Every checkpoint tensor of `cfg` with its Flax param path and transform."""
+  def layer_path(prefix, i):  # stacked: one param for all layers, slice i
+    return (prefix, i) if cfg.scan_layers else (f"{prefix}.{i}", None)
+
   out = [TensorMapping("visual.patch_embed.proj.weight", "visual.patch_embed.kernel", "patch")]
   for i in range(cfg.vision.depth):
-    out += [TensorMapping(f"visual.blocks.{i}.{h}", f"visual.blocks.{i}.{p}", t) for h, p, t in _VISION_BLOCK]
+    pre, layer = layer_path("visual.blocks", i)
+    out += [TensorMapping(f"visual.blocks.{i}.{h}", f"{pre}.{p}", t, layer) for h, p, t in _VISION_BLOCK]
   out += [TensorMapping("visual.merger.ln_q.weight", "visual.merger.ln_q.scale", "identity"),
           TensorMapping("visual.merger.mlp.0.weight", "visual.merger.mlp_in.kernel", "linear"),
           TensorMapping("visual.merger.mlp.0.bias", "visual.merger.mlp_in.bias", "identity"),
@@ -70,7 +81,8 @@ def param_mapping(cfg: Qwen25VLConfig) -> list[TensorMapping]:
           TensorMapping("visual.merger.mlp.2.bias", "visual.merger.mlp_out.bias", "identity"),
           TensorMapping("model.embed_tokens.weight", "language_model.embed_tokens", "identity")]
   for i in range(cfg.text.num_hidden_layers):
-    out += [TensorMapping(f"model.layers.{i}.{h}", f"language_model.layers.{i}.{p}", t) for h, p, t in _TEXT_LAYER]
+    pre, layer = layer_path("language_model.layers", i)
+    out += [TensorMapping(f"model.layers.{i}.{h}", f"{pre}.{p}", t, layer) for h, p, t in _TEXT_LAYER]
   out.append(TensorMapping("model.norm.weight", "language_model.norm.scale", "identity"))
   if not cfg.tie_word_embeddings:
     out.append(TensorMapping("lm_head.weight", "lm_head", "linear"))
@@ -153,14 +165,21 @@ def open_checkpoint_files(path: str) -> dict[str, SafetensorsFile]:
 
 def load_hf_checkpoint(path: str, dtype: str | None = None, param_dtype: str | None = None,
                        shardings: Callable | None = None, strict: bool = True,
-                       config: Qwen25VLConfig | None = None, remat: bool = False):
+                       config: Qwen25VLConfig | None = None, remat: bool | str | None = None,
+                       scan_layers: bool | None = None, attention_impl: str | None = None,
+                       remat_policy: str | None = None):
   """Loads a HF Qwen2.5-VL directory into a new model. Returns (model, cfg).
 
   dtype / param_dtype override the compute / storage dtypes (default: float32 compute, checkpoint storage
   dtype). strict: unexpected tensors raise (missing or mis-shaped tensors always raise). config: use this
-  config instead of config.json. remat: see Qwen25VLForConditionalGeneration.
+  config instead of config.json. remat: see Qwen25VLForConditionalGeneration. scan_layers / attention_impl /
+  remat_policy: config runtime options (None = the config's / defaults).
   """
-  cfg = config or Qwen25VLConfig.from_hf_dict(read_config(path), dtype=dtype, param_dtype=param_dtype)
+  runtime = dict(scan_layers=scan_layers, attention_impl=attention_impl, remat_policy=remat_policy)
+  if config is not None:
+    cfg = config.replace(**{k: v for k, v in runtime.items() if v is not None})
+  else:
+    cfg = Qwen25VLConfig.from_hf_dict(read_config(path), dtype=dtype, param_dtype=param_dtype, **runtime)
   abstract = nnx.eval_shape(lambda: Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0), remat=remat))
   graphdef, state = nnx.split(abstract)
   flat = nnx.to_flat_state(state)
@@ -186,14 +205,27 @@ def load_hf_checkpoint(path: str, dtype: str | None = None, param_dtype: str | N
   pdtype = jnp.dtype(cfg.param_dtype)
   new_flat = []
   values = {}
+  stacked: dict[str, np.ndarray] = {}  # path -> host buffer [layers, ...] being filled
+  left: dict[str, int] = {}            # path -> layers still to read
   for m in mapping:
+    left[m.path] = left.get(m.path, 0) + 1
+  # Param by param (all layers of a stacked param together): the host holds one (stacked) param at a time.
+  for m in sorted(mapping, key=lambda m: (m.path, m.layer or 0)):
     p, var = by_path[m.path]
     st, name = available[m.hf_name]
-    want = hf_shape(var.shape, m.transform, cfg)
+    one_shape = var.shape if m.layer is None else var.shape[1:]
+    want = hf_shape(one_shape, m.transform, cfg)
     if st.shape(name) != want:
       raise ValueError(f"{st.path}: tensor {name!r} has shape {st.shape(name)}, expected {want} "
-                       f"for param {m.path}")
+                       f"for param {m.path}" + (f" (layer {m.layer})" if m.layer is not None else ""))
     arr = to_flax(st.get(name), m.transform).astype(pdtype)
+    if m.layer is not None:
+      buf = stacked.setdefault(m.path, np.empty(var.shape, pdtype))
+      buf[m.layer] = arr
+      left[m.path] -= 1
+      if left[m.path]:
+        continue
+      arr = stacked.pop(m.path)
     axes = var.get_metadata().get("out_sharding")
     sharding = shardings(m.path, axes, arr.shape) if shardings is not None else None
     values[m.path] = jax.device_put(arr, sharding) if sharding is not None else jnp.asarray(arr)
@@ -229,7 +261,8 @@ def save_hf_checkpoint(model: Qwen25VLForConditionalGeneration, path: str, max_s
       raise AssertionError(f"model has no param {m.path} (for {m.hf_name})")
     var = flat[m.path]
     dt = out_dtype or var[...].dtype
-    plan.append((m, hf_shape(var.shape, m.transform, cfg), int(np.prod(var.shape)) * jnp.dtype(dt).itemsize))
+    one_shape = var.shape if m.layer is None else var.shape[1:]
+    plan.append((m, hf_shape(one_shape, m.transform, cfg), int(np.prod(one_shape)) * jnp.dtype(dt).itemsize))
   limit = _parse_size(max_shard_size)
   shards, cur, cur_size = [], [], 0
   for item in plan:
@@ -245,10 +278,16 @@ def save_hf_checkpoint(model: Qwen25VLForConditionalGeneration, path: str, max_s
     if old.endswith(".safetensors") and old not in names:
       os.remove(os.path.join(path, old))
   weight_map = {}
+  host: dict[str, np.ndarray] = {}  # stacked params fetched once
   for fn, shard in zip(names, shards):
     tensors = {}
     for m, shape, _ in shard:
-      arr = np.asarray(jax.device_get(flat[m.path][...]))
+      if m.layer is None:
+        arr = np.asarray(jax.device_get(flat[m.path][...]))
+      else:
+        if m.path not in host:
+          host[m.path] = np.asarray(jax.device_get(flat[m.path][...]))
+        arr = host[m.path][m.layer]
       if out_dtype is not None:
         arr = arr.astype(out_dtype)
       tensors[m.hf_name] = np.ascontiguousarray(to_hf(arr, m.transform, shape))

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from gui_jax.models.attention import masked_attention  # noqa: F401  (re-exported: vision, KV-cache path)
+
 
 def dtype_of(name) -> jnp.dtype:
   return jnp.dtype(name)
@@ -80,20 +82,37 @@ def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
   return (xf * c + rotate_half(xf) * s).astype(x.dtype)
 
 
-def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float) -> jax.Array:
-  """Softmax attention with grouped kv heads.
+def stack_modules(modules: list[nnx.Module]) -> nnx.Module:
+  """One module of the same structure whose every param is the modules' params stacked on a new leading axis,
+  logical name 'layers' (scan_layers). Module i's weights are slice i, so init matches the unscanned model."""
+  graphdef, _ = nnx.split(modules[0])
+  states = [nnx.split(m)[1] for m in modules]
 
-  q [B, Lq, H, D], k/v [B, Lk, KV, D] (H multiple of KV), mask [B, Lq, Lk] bool (True = may attend).
-  Returns [B, Lq, H, D]. Fully masked rows give zeros (padding queries), not NaN.
-  """
-  b, lq, h, d = q.shape
-  kv = k.shape[2]
-  g = h // kv
-  qg = q.reshape(b, lq, kv, g, d)
-  logits = jnp.einsum("bqkgd,bskd->bkgqs", qg, k, preferred_element_type=jnp.float32) * scale
-  m = mask[:, None, None, :, :]
-  logits = jnp.where(m, logits, jnp.finfo(jnp.float32).min)
-  probs = jax.nn.softmax(logits, axis=-1)
-  probs = jnp.where(m, probs, 0.0).astype(v.dtype)
-  out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v)
-  return out.reshape(b, lq, h, d)
+  def stack(*vs):
+    axes = vs[0].get_metadata().get("out_sharding")
+    value = jnp.stack([v.get_value() for v in vs])
+    return vs[0].replace(value, out_sharding=("layers",) + tuple(axes) if axes is not None else None)
+
+  stacked = jax.tree.map(stack, *states, is_leaf=lambda x: isinstance(x, nnx.Variable))
+  return nnx.merge(graphdef, stacked)
+
+
+def remat_policy_fn(policy: str):
+  """REMAT_POLICIES name -> jax.checkpoint policy (None = save only the inputs: 'full')."""
+  if policy in ("full", "nothing_saveable"):
+    return None
+  return getattr(jax.checkpoint_policies, policy)
+
+
+def scan_stacked(body, stacked: nnx.Module, carry, xs=None, remat_policy: str = "none"):
+  """Runs `body(layer, carry, x) -> (carry, y)` over the layers of a stacked module with lax.scan, the per-layer
+  params as scanned inputs (one traced layer whatever the depth). Returns (carry, stacked ys)."""
+  graphdef, params = nnx.split(stacked)
+
+  def step(c, inp):
+    p, x = inp
+    return body(nnx.merge(graphdef, p), c, x)
+
+  if remat_policy != "none":
+    step = jax.checkpoint(step, policy=remat_policy_fn(remat_policy), prevent_cse=False)
+  return jax.lax.scan(step, carry, (params, xs))

@@ -3,12 +3,22 @@
 API
 ---
   cfg = preset("tiny")                        # or Qwen25VLConfig.from_hf_dict(json), see config.py
-  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0), remat=False)
-  model, cfg = hf_io.load_hf_checkpoint(path) # a HF directory (config.json + safetensors); remat= too
-  model.set_remat(True)                       # toggle activation rematerialisation (training memory)
+  model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0), remat=None)  # None: cfg.remat_policy
+  model, cfg = hf_io.load_hf_checkpoint(path) # a HF directory (config.json + safetensors); remat=, scan_layers=,
+                                              #   attention_impl= too
+  model.set_remat(True)                       # activation rematerialisation (True = 'full', or a policy name)
+
+  Config runtime options: cfg.attention_impl ('auto' | 'xla' | 'splash' | 'cudnn', gui_jax/models/attention.py),
+  cfg.scan_layers (decoder layers and vision blocks stacked on a leading 'layers' axis and run by lax.scan),
+  cfg.remat_policy ('none' | 'full' | 'dots_saveable' | 'dots_with_no_batch_dims_saveable' | ...).
 
   out = model(input_ids,                      # [B, L] int32; images as runs of cfg.image_token_id
               attention_mask=None,            # [B, L] bool/int, 0 = padding (left or right); default all ones
+              segment_ids=None,               # [B, L] int32 packed rows: tokens attend (causally) only within
+                                              #   their segment id; 0 = padding. None = attention_mask as 0/1.
+                                              #   Each packed sequence needs its own position_ids (restarting at
+                                              #   its start: get_rope_index per sequence, concatenated); without
+                                              #   images and position_ids, text positions restart per segment.
               pixel_values=None,              # [N, C*T*P*P] patches of all images (processor layout)
               image_grid_thw=None,            # [num_images, 3] concrete numpy (host); or pass vision_layout
               position_ids=None,              # [3, B, L] M-RoPE ids; default: get_rope_index on host when
@@ -35,10 +45,14 @@ Logical axis names (Param metadata `out_sharding`; `logical_axes(model)` lists t
   text:   'vocab', 'embed' (hidden), 'heads' (q / o heads*head_dim), 'kv_heads' (k / v heads*head_dim), 'mlp'
   vision: 'vision_patch' (C*T*P*P), 'vision_embed', 'vision_qkv' (3*hidden), 'vision_heads', 'vision_mlp',
           'vision_merge' (hidden*merge**2); the merger output axis is 'embed'.
+  scan_layers: every param of the stacked decoder layers / vision blocks gets a leading 'layers' axis
+          (e.g. ('layers', 'embed', 'kv_heads')); the sharding rules map 'layers' to no mesh axis.
 
-Known gaps: no video inputs; full-attention vision blocks and text attention are plain XLA einsum attention
-(query-chunked in the vision tower, no flash / splash kernel); no sliding-window text attention (unused by
-Qwen2.5-VL); the vision tower runs on all images' patches concatenated (no per-image batching).
+Packed rows give each sequence exactly the logits it gets alone (tests/models/test_scan.py, test_attention.py).
+KV cache with scan_layers: the cache is stacked per layer either way (k, v [layers, B, S, KV, hd]).
+
+Known gaps: no video inputs; no sliding-window text attention (unused by Qwen2.5-VL); the KV-cache path (prefill
+and decode) uses the XLA attention with an explicit mask, not the kernels.
 """
 from __future__ import annotations
 
@@ -51,6 +65,7 @@ from flax import nnx
 
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig
 from gui_jax.models.qwen2_5_vl.layers import dtype_of, make_param
+from gui_jax.models.qwen2_5_vl.text import _policy_name
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.qwen2_5_vl.text import KVCache, TextModel
 from gui_jax.models.qwen2_5_vl.vision import VisionLayout, VisionTower
@@ -81,26 +96,45 @@ def splice_image_features(embeds: jax.Array, input_ids: jax.Array, features: jax
   return jnp.where(is_image[:, None], gathered, embeds.reshape(-1, h)).reshape(b, l, h)
 
 
+def segment_positions(segment_ids: jax.Array, mask: jax.Array) -> jax.Array:
+  """[B, L] segment ids (contiguous runs), [B, L] bool -> [B, L] int32 text positions restarting at 0 at each
+  segment's first valid token (0 at padding)."""
+  valid = mask & (segment_ids != 0)
+  count = jnp.cumsum(valid.astype(jnp.int32), axis=1)
+  new = jnp.concatenate([jnp.ones_like(segment_ids[:, :1], bool), segment_ids[:, 1:] != segment_ids[:, :-1]], 1)
+  # count of valid tokens before each segment start, carried forward over the segment
+  base = jax.lax.cummax(jnp.where(new, count - valid.astype(jnp.int32), 0), axis=1)
+  return jnp.where(valid, count - base - 1, 0).astype(jnp.int32)
+
+
 class Qwen25VLForConditionalGeneration(nnx.Module):
   """Vision tower + Qwen2 decoder + LM head (tied to the embedding when cfg.tie_word_embeddings)."""
 
-  def __init__(self, cfg: Qwen25VLConfig, *, rngs: nnx.Rngs, remat: bool = False):
-    """remat: rematerialise each vision block / decoder layer in the backward pass (training memory)."""
+  def __init__(self, cfg: Qwen25VLConfig, *, rngs: nnx.Rngs, remat: bool | str | None = None):
+    """remat: rematerialise each vision block / decoder layer in the backward pass (training memory): False,
+    True ('full') or a remat policy name; None = cfg.remat_policy."""
     self.cfg = cfg
     dtype, pdtype = dtype_of(cfg.dtype), dtype_of(cfg.param_dtype)
-    self.visual = VisionTower(cfg.vision, dtype, pdtype, rngs, remat=remat)
-    self.language_model = TextModel(cfg.text, dtype, pdtype, rngs, remat=remat)
+    policy = cfg.remat_policy if remat is None else _policy_name(remat)
+    kw = dict(scan_layers=cfg.scan_layers, attention_impl=cfg.attention_impl)
+    self.visual = VisionTower(cfg.vision, dtype, pdtype, rngs, remat=policy, **kw)
+    self.language_model = TextModel(cfg.text, dtype, pdtype, rngs, remat=policy, **kw)
     self.lm_head = None if cfg.tie_word_embeddings else make_param(
         rngs, (cfg.text.hidden_size, cfg.text.vocab_size), ("embed", "vocab"), pdtype)
 
   # ---------------------------------------------------------------- helpers
-  def set_remat(self, remat: bool) -> None:
-    """Rematerialise vision blocks and decoder layers in the backward pass (trades compute for memory)."""
-    self.visual.remat = bool(remat)
-    self.language_model.remat = bool(remat)
+  def set_remat(self, remat: bool | str) -> None:
+    """Rematerialise vision blocks and decoder layers in the backward pass (trades compute for memory):
+    False / True ('full') / a remat policy name (config.REMAT_POLICIES)."""
+    from gui_jax.models.qwen2_5_vl.config import REMAT_POLICIES
+    policy = _policy_name(remat)
+    if policy not in REMAT_POLICIES:
+      raise ValueError(f"remat policy {policy!r} unknown; choose one of {REMAT_POLICIES}")
+    self.visual.remat_policy = policy
+    self.language_model.remat_policy = policy
 
   def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
-    """Empty static KV cache: per layer k, v [batch, max_len, kv_heads, head_dim]."""
+    """Empty static KV cache: k, v [layers, batch, max_len, kv_heads, head_dim]."""
     return KVCache.init(self.cfg.text, batch, max_len, dtype_of(dtype or self.cfg.dtype))
 
   def image_features(self, pixel_values: jax.Array, layout: VisionLayout) -> jax.Array:
@@ -118,7 +152,7 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
   # ---------------------------------------------------------------- forward
   def __call__(self, input_ids, attention_mask=None, pixel_values=None, image_grid_thw=None, position_ids=None,
                cache: KVCache | None = None, output_hidden_states: bool = False, *,
-               vision_layout: VisionLayout | None = None,
+               segment_ids=None, vision_layout: VisionLayout | None = None,
                image_features=None, compute_logits: bool = True) -> Qwen25VLOutput:
     cfg = self.cfg
     input_ids = jnp.asarray(input_ids)
@@ -144,12 +178,17 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
       embeds = splice_image_features(embeds, input_ids, image_features, cfg.image_token_id)
 
     if position_ids is None:
+      if segment_ids is not None and image_features is not None:
+        raise ValueError("segment_ids with images need position_ids: get_rope_index per packed sequence, "
+                         "concatenated along the row (positions restart at each sequence)")
       if _is_concrete(image_grid_thw) and _is_concrete(input_ids) and _is_concrete(mask):
         position_ids, _ = get_rope_index(np.asarray(input_ids), np.asarray(image_grid_thw), np.asarray(mask),
                                          cfg)
       elif image_features is not None:
         raise ValueError("inputs with images need M-RoPE position_ids: pass position_ids from "
                          "get_rope_index(input_ids, image_grid_thw, attention_mask, cfg) when calling under jit")
+      elif segment_ids is not None and cache is None:
+        position_ids = jnp.broadcast_to(segment_positions(jnp.asarray(segment_ids), mask)[None], (3, b, l))
       else:
         steps = jnp.cumsum(mask.astype(jnp.int32), axis=1) - 1
         start = cache.next_position[:, None] if cache is not None else 0
@@ -159,7 +198,12 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
     if position_ids.shape != (3, b, l):
       raise ValueError(f"position_ids must be [3, {b}, {l}], got {position_ids.shape}")
 
-    hidden, all_hidden, new_cache = self.language_model(embeds, position_ids, mask, cache, output_hidden_states)
+    if segment_ids is not None:
+      segment_ids = jnp.asarray(segment_ids, jnp.int32)
+      if segment_ids.shape != (b, l):
+        raise ValueError(f"segment_ids must be [{b}, {l}], got {segment_ids.shape}")
+    hidden, all_hidden, new_cache = self.language_model(embeds, position_ids, mask, cache, output_hidden_states,
+                                                        segment_ids=segment_ids)
     logits = self.logits_from_hidden(hidden) if compute_logits else None
     return Qwen25VLOutput(logits=logits, last_hidden_state=hidden, hidden_states=all_hidden, cache=new_cache)
 

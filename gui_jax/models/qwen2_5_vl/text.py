@@ -1,14 +1,22 @@
-"""Qwen2 text decoder with M-RoPE (3-D positions) and a static, pre-allocated KV cache.
+"""Qwen2 text decoder with M-RoPE (3-D positions), segment-id attention and a static, pre-allocated KV cache.
+
+Attention without a cache uses `gui_jax.models.attention.attention` (kernel per platform, `attention_impl`) with
+causal masking inside segments: segment_ids [B, L] int32, 0 = padding, 1, 2, ... = sequences packed in a row
+(each packed sequence restarts its own positions through position_ids). Default segments: attention_mask as 0/1.
+
+Layers are a list of DecoderLayer (scan_layers=False) or one DecoderLayer whose params carry a leading 'layers'
+axis run by lax.scan (scan_layers=True); remat_policy applies per layer in both.
 
 KV cache (`KVCache`, a pytree; build with `KVCache.init` or `Qwen25VLForConditionalGeneration.init_cache`):
-  k, v      tuple over layers of [B, max_len, kv_heads, head_dim]
+  k, v      [num_layers, B, max_len, kv_heads, head_dim] (stacked over layers, scanned or not)
   valid     [B, max_len] bool   slot holds a real (non-padding) token
   index     [] int32            number of slots written so far (same for every row)
   next_position [B] int32       M-RoPE position the next text token gets (max position so far + 1)
 A call with L new tokens writes them to slots [index, index + L), lets token i attend to slots <= index + i that
 are valid, and returns the cache with index += L. Padding inside the new tokens is marked by attention_mask.
-The caller keeps index + L <= max_len (dynamic_update_slice would clamp the write, silently).
-For sharding, k / v map naturally to logical axes ('batch', None, 'kv_heads', None).
+The caller keeps index + L <= max_len (dynamic_update_slice would clamp the write, silently). The cached path
+uses the XLA attention (explicit [B, L, max_len] mask); segment_ids are not used with a cache.
+For sharding, k / v map naturally to logical axes ('layers', 'batch', None, 'kv_heads', None).
 """
 from __future__ import annotations
 
@@ -19,24 +27,25 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from gui_jax.models.attention import attention
 from gui_jax.models.qwen2_5_vl.config import TextConfig
-from gui_jax.models.qwen2_5_vl.layers import Linear, RMSNorm, apply_rope, make_param, masked_attention
+from gui_jax.models.qwen2_5_vl.layers import (Linear, RMSNorm, apply_rope, make_param, masked_attention,
+                                              remat_policy_fn, scan_stacked, stack_modules)
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class KVCache:
-  k: tuple[jax.Array, ...]
-  v: tuple[jax.Array, ...]
+  k: jax.Array
+  v: jax.Array
   valid: jax.Array
   index: jax.Array
   next_position: jax.Array
 
   @classmethod
   def init(cls, cfg: TextConfig, batch: int, max_len: int, dtype=jnp.float32) -> "KVCache":
-    shape = (batch, max_len, cfg.num_key_value_heads, cfg.head_dim)
-    zeros = tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_hidden_layers))
-    return cls(k=zeros, v=tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_hidden_layers)),
+    shape = (cfg.num_hidden_layers, batch, max_len, cfg.num_key_value_heads, cfg.head_dim)
+    return cls(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
                valid=jnp.zeros((batch, max_len), bool), index=jnp.zeros((), jnp.int32),
                next_position=jnp.zeros((batch,), jnp.int32))
 
@@ -57,32 +66,34 @@ def mrope_cos_sin(position_ids: jax.Array, cfg: TextConfig) -> tuple[jax.Array, 
 
 
 class TextAttention(nnx.Module):
-  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs, attention_impl: str = "auto"):
     h, hd = cfg.hidden_size, cfg.head_dim
     self.num_heads, self.num_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, hd
+    self.attention_impl = attention_impl
     kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
     self.q_proj = Linear(h, self.num_heads * hd, ("embed", "heads"), bias=True, **kw)
     self.k_proj = Linear(h, self.num_kv * hd, ("embed", "kv_heads"), bias=True, **kw)
     self.v_proj = Linear(h, self.num_kv * hd, ("embed", "kv_heads"), bias=True, **kw)
     self.o_proj = Linear(self.num_heads * hd, h, ("heads", "embed"), bias=False, **kw)
 
-  def __call__(self, x, cos, sin, mask, kv_cache=None, index=None):
-    """x [B, L, H]; cos/sin [B, L, hd]; mask [B, L, S] bool; kv_cache (k, v) [B, S, KV, hd] or None.
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
+    """x [B, L, H]; cos/sin [B, L, hd]. Without a cache: segment_ids [B, L] int32 (causal within segments).
+    With kv_cache (k, v) [B, S, KV, hd]: mask [B, L, S] bool over the cache slots, index = first slot written.
     Returns (out [B, L, H], (k, v) updated cache or None)."""
     b, l, _ = x.shape
     q = self.q_proj(x).reshape(b, l, self.num_heads, self.head_dim)
     k = self.k_proj(x).reshape(b, l, self.num_kv, self.head_dim)
     v = self.v_proj(x).reshape(b, l, self.num_kv, self.head_dim)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    new_cache = None
-    if kv_cache is not None:
-      ck, cv = kv_cache
-      ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, index, 0, 0))
-      cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
-      new_cache = (ck, cv)
-      k, v = ck.astype(q.dtype), cv.astype(q.dtype)
-    out = masked_attention(q, k, v, mask, self.head_dim ** -0.5)
-    return self.o_proj(out.reshape(b, l, -1)), new_cache
+    scale = self.head_dim ** -0.5
+    if kv_cache is None:
+      out = attention(q, k, v, segment_ids, causal=True, scale=scale, impl=self.attention_impl)
+      return self.o_proj(out.reshape(b, l, -1)), None
+    ck, cv = kv_cache
+    ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, index, 0, 0))
+    cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
+    out = masked_attention(q, ck.astype(q.dtype), cv.astype(q.dtype), mask, scale)
+    return self.o_proj(out.reshape(b, l, -1)), (ck, cv)
 
 
 class TextMLP(nnx.Module):
@@ -99,15 +110,15 @@ class TextMLP(nnx.Module):
 
 
 class DecoderLayer(nnx.Module):
-  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs, attention_impl: str = "auto"):
     kw = dict(dtype=dtype, param_dtype=param_dtype)
     self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "embed", **kw)
     self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "embed", **kw)
-    self.self_attn = TextAttention(cfg, dtype, param_dtype, rngs)
+    self.self_attn = TextAttention(cfg, dtype, param_dtype, rngs, attention_impl)
     self.mlp = TextMLP(cfg, dtype, param_dtype, rngs)
 
-  def __call__(self, x, cos, sin, mask, kv_cache=None, index=None):
-    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, mask, kv_cache, index)
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
+    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, segment_ids, mask, kv_cache, index)
     x = x + a
     return x + self.mlp(self.post_attention_layernorm(x)), new_cache
 
@@ -115,54 +126,84 @@ class DecoderLayer(nnx.Module):
 class TextModel(nnx.Module):
   """Token embedding, decoder layers, final norm (the LM head lives in the top-level model)."""
 
-  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool = False):
+  def __init__(self, cfg: TextConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool | str = False, *,
+               scan_layers: bool = False, attention_impl: str = "auto"):
+    """remat: False/'none', True/'full', or a REMAT_POLICIES name (per layer)."""
     self.cfg = cfg
     self.dtype = dtype
-    self.remat = remat
+    self.remat_policy = _policy_name(remat)
+    self.scan_layers = scan_layers
     self.embed_tokens = make_param(rngs, (cfg.vocab_size, cfg.hidden_size), ("vocab", "embed"), param_dtype)
-    self.layers = nnx.List([DecoderLayer(cfg, dtype, param_dtype, rngs) for _ in range(cfg.num_hidden_layers)])
+    layers = [DecoderLayer(cfg, dtype, param_dtype, rngs, attention_impl) for _ in range(cfg.num_hidden_layers)]
+    self.layers = stack_modules(layers) if scan_layers else nnx.List(layers)
     self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "embed", dtype=dtype, param_dtype=param_dtype)
+
+  @property
+  def remat(self) -> bool:
+    return self.remat_policy != "none"
 
   def embed(self, input_ids: jax.Array) -> jax.Array:
     """input_ids [B, L] -> [B, L, H]."""
     return jnp.take(self.embed_tokens[...], input_ids, axis=0).astype(self.dtype)
 
   def __call__(self, embeds, position_ids, attention_mask, cache: KVCache | None = None,
-               output_hidden_states: bool = False):
-    """embeds [B, L, H]; position_ids [3, B, L]; attention_mask [B, L] bool (False = padding).
+               output_hidden_states: bool = False, segment_ids=None):
+    """embeds [B, L, H]; position_ids [3, B, L]; attention_mask [B, L] bool (False = padding);
+    segment_ids [B, L] int32 or None (= attention_mask as 0/1; ignored with a cache).
 
     Returns (final-normed hidden [B, L, H], hidden_states tuple or None, updated cache or None).
     hidden_states = (embeds, output of layer 0, ..., output of layer n-1) before the final norm.
     """
     b, l, _ = embeds.shape
     cos, sin = mrope_cos_sin(position_ids, self.cfg)
+    mask, index = None, None
     if cache is None:
-      causal = jnp.tril(jnp.ones((l, l), bool))
-      mask = causal[None] & attention_mask[:, None, :]
-      index = None
+      if segment_ids is None:
+        segment_ids = attention_mask.astype(jnp.int32)
+      segment_ids = jnp.where(attention_mask, segment_ids, 0).astype(jnp.int32)
     else:
+      segment_ids = None
       index = cache.index
       valid = jax.lax.dynamic_update_slice(cache.valid, attention_mask, (0, index))
       q_pos = index + jnp.arange(l)
       mask = (jnp.arange(cache.max_len)[None, :] <= q_pos[:, None])[None] & valid[:, None, :]
-    x = embeds
-    hidden = [x] if output_hidden_states else None
-    new_k, new_v = [], []
-    for i, layer in enumerate(self.layers):
-      kv = (cache.k[i], cache.v[i]) if cache is not None else None
-      if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
-        x, upd = nnx.remat(lambda lyr, *a: lyr(*a))(layer, x, cos, sin, mask, kv, index)
-      else:
-        x, upd = layer(x, cos, sin, mask, kv, index)
-      if cache is not None:
-        new_k.append(upd[0])
-        new_v.append(upd[1])
-      if output_hidden_states:
+    kv = (cache.k, cache.v) if cache is not None else None
+    if self.scan_layers:
+      def body(layer, x, layer_kv):
+        x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index)
+        return x, (upd, x if output_hidden_states else None)
+      x, (new_kv, per_layer) = scan_stacked(body, self.layers, embeds, kv, self.remat_policy)
+      hidden = ((embeds,) + tuple(per_layer[i] for i in range(per_layer.shape[0]))
+                if output_hidden_states else None)
+    else:
+      x = embeds
+      hidden = [x]
+      new_k, new_v = [], []
+      for i, layer in enumerate(self.layers):
+        layer_kv = (kv[0][i], kv[1][i]) if kv is not None else None
+        if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
+          run = nnx.remat(lambda lyr, *a: lyr(*a), policy=remat_policy_fn(self.remat_policy))
+          x, upd = run(layer, x, cos, sin, segment_ids, mask, layer_kv, index)
+        else:
+          x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index)
+        if upd is not None:
+          new_k.append(upd[0])
+          new_v.append(upd[1])
         hidden.append(x)
+      new_kv = (jnp.stack(new_k), jnp.stack(new_v)) if kv is not None else None
+      hidden = tuple(hidden) if output_hidden_states else None
     new_cache = None
     if cache is not None:
       last = jnp.max(jnp.where(attention_mask, position_ids.max(axis=0), -1), axis=1)
       next_pos = jnp.where(jnp.any(attention_mask, axis=1), jnp.maximum(cache.next_position, last + 1),
                            cache.next_position)
-      new_cache = KVCache(k=tuple(new_k), v=tuple(new_v), valid=valid, index=index + l, next_position=next_pos)
-    return self.norm(x), (tuple(hidden) if output_hidden_states else None), new_cache
+      new_cache = KVCache(k=new_kv[0], v=new_kv[1], valid=valid, index=index + l, next_position=next_pos)
+    return self.norm(x), hidden, new_cache
+
+
+def _policy_name(remat: bool | str) -> str:
+  if remat is True:
+    return "full"
+  if remat is False or remat is None:
+    return "none"
+  return str(remat)

@@ -7,9 +7,16 @@ same (processor) order, i.e. one row per <|image_pad|> token.
 
 Everything that depends on `grid_thw` (window permutation, attention segments, rotary positions) is computed on
 the host by `vision_layout(grid_thw, cfg)` into a `VisionLayout` of plain int arrays, so the jitted tower only
-sees static shapes (N, number of windows W). Windowed blocks attend inside fixed-size window blocks
-([W, S, S] scores, S = 64 patches for the real config); full-attention blocks use block-diagonal masks from
-per-frame segment ids, computed in query chunks ([chunk, N] scores).
+sees static shapes. Both attention kinds run on patches gathered into padded blocks, [blocks, block_len, dim]:
+windowed blocks attend inside windows ([W, S, S] scores, S = 64 patches for the real config, XLA); full-attention
+blocks attend inside each image frame ([F, P, P], P >= the largest frame's patch count; the model's
+attention_impl kernel with segment ids = slot validity), so the cost is per image, not quadratic in the batch.
+With `bucket=True` (the default when pad_patches_to is given) W, F and P are rounded up to buckets, so batches
+with different image counts (same padded patch count and frame-size bucket) mostly share one compiled program.
+
+Blocks are a list (scan_layers=False) or one stacked VisionBlock (leading 'layers' axis) run by lax.scan over
+runs of same-kind blocks (a reshape to [groups, period] when full-attention blocks are periodic, as in the real
+configs: blocks 7, 15, 23, 31).
 """
 from __future__ import annotations
 
@@ -20,11 +27,23 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from gui_jax.models.attention import attention
 from gui_jax.models.qwen2_5_vl.config import VisionConfig
-from gui_jax.models.qwen2_5_vl.layers import Linear, RMSNorm, apply_rope, masked_attention
+from gui_jax.models.qwen2_5_vl.layers import Linear, RMSNorm, apply_rope, remat_policy_fn, stack_modules
 
 _PAD_SEGMENT = -1  # segment id of padding patches (they attend only among themselves)
-FULL_ATTN_CHUNK = 2048  # queries per chunk in full-attention blocks: bounds scores to [heads, chunk, N]
+
+
+def bucket_up(n: int, pow2: bool = False) -> int:
+  """Smallest bucket >= n: powers of two (pow2) or 4 per octave (4, 5, 6, 7 x 2^k; <= 25% waste)."""
+  n = max(int(n), 1)
+  k = 0
+  while True:
+    for f in ((1,) if pow2 else (4, 5, 6, 7)):
+      b = f * 2 ** k if pow2 else -(-f * 2 ** k // 4)
+      if b >= n:
+        return b
+    k += 1
 
 
 @jax.tree_util.register_dataclass
@@ -40,6 +59,8 @@ class VisionLayout:
   window_gather [W, S] int32: patch (window order) in slot s of window w, S = (window side in patches)**2.
   window_valid [W, S] bool: slot holds a patch (windows at image borders are smaller).
   window_slot [N] int32: flat slot w * S + s of each patch (inverse of window_gather).
+  full_gather [F, P] int32, full_valid [F, P] bool, full_slot [N] int32: the same for full-attention blocks
+    (one block per image frame; padding patches form blocks of their own).
   """
   window_index: jax.Array
   reverse_index: jax.Array
@@ -49,11 +70,20 @@ class VisionLayout:
   window_gather: jax.Array
   window_valid: jax.Array
   window_slot: jax.Array
+  full_gather: jax.Array
+  full_valid: jax.Array
+  full_slot: jax.Array
 
 
-def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None) -> VisionLayout:
+def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None,
+                  bucket: bool | None = None) -> VisionLayout:
   """Builds the VisionLayout (numpy) for `grid_thw` [num_images, 3]; optionally pads N up to `pad_patches_to`
-  (a multiple of merge**2) so that batches with different image sizes share one compiled shape."""
+  (a multiple of merge**2) so that batches with different image sizes share one compiled shape.
+  bucket (default: pad_patches_to is not None): round the window count W and the frame count F up to powers of
+  two and the frame block length P to 4 buckets per octave (empty blocks are all-invalid). Padding patches are
+  in no block (their attention output is zero), so W and F count real windows / frames only."""
+  if bucket is None:
+    bucket = pad_patches_to is not None
   grid = np.asarray(grid_thw, dtype=np.int64).reshape(-1, 3)
   m = cfg.spatial_merge_size
   unit = m * m
@@ -98,22 +128,31 @@ def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None
     rot_pos = np.concatenate([rot_pos, np.zeros((extra * unit, 2), np.int32)])
   reverse_index = np.argsort(window_index).astype(np.int32)
   window_segments = np.repeat(win_seg, unit).astype(np.int32)
-  gather, valid, slot = _window_blocks(window_segments, (ws * m) ** 2)
+  full_segments = np.repeat(full_seg, unit).astype(np.int32)
+  pow2 = (lambda c: bucket_up(c, pow2=True)) if bucket else None
+  gather, valid, slot = _window_blocks(window_segments, (ws * m) ** 2, pow2)
+  frame_len = max(h * w for _, h, w in grid.tolist())  # patches per frame
+  fgather, fvalid, fslot = _window_blocks(full_segments, bucket_up(frame_len) if bucket else frame_len,
+                                          pow2)
   return VisionLayout(window_index=window_index, reverse_index=reverse_index, rot_pos=rot_pos,
-                      window_segments=window_segments, full_segments=np.repeat(full_seg, unit).astype(np.int32),
-                      window_gather=gather, window_valid=valid, window_slot=slot)
+                      window_segments=window_segments, full_segments=full_segments,
+                      window_gather=gather, window_valid=valid, window_slot=slot,
+                      full_gather=fgather, full_valid=fvalid, full_slot=fslot)
 
 
-def _window_blocks(segments: np.ndarray, size: int):
-  """Splits the contiguous runs of `segments` into blocks of at most `size` patches.
-  Returns gather [W, size], valid [W, size], slot [N] (see VisionLayout)."""
+def _window_blocks(segments: np.ndarray, size: int, count_bucket=None):
+  """Splits the contiguous runs of `segments` into blocks of at most `size` patches; count_bucket(n) rounds the
+  block count up (extra blocks all-invalid). Padding patches (_PAD_SEGMENT) get no block: their slot is W * size,
+  one past the end (read as zeros). Returns gather [W, size], valid [W, size], slot [N]."""
   n = segments.size
   starts = np.concatenate([[0], np.flatnonzero(np.diff(segments)) + 1])
   ends = np.concatenate([starts[1:], [n]])
-  blocks = [(c, min(c + size, e)) for s, e in zip(starts, ends) for c in range(s, e, size)]
-  gather = np.zeros((len(blocks), size), np.int32)
-  valid = np.zeros((len(blocks), size), bool)
-  slot = np.zeros((n,), np.int32)
+  blocks = [(c, min(c + size, e)) for s, e in zip(starts, ends) if segments[s] != _PAD_SEGMENT
+            for c in range(s, e, size)]
+  count = count_bucket(len(blocks)) if count_bucket else len(blocks)
+  gather = np.zeros((count, size), np.int32)
+  valid = np.zeros((count, size), bool)
+  slot = np.full((n,), count * size, np.int32)
   for w, (s, e) in enumerate(blocks):
     gather[w, :e - s] = np.arange(s, e)
     valid[w, :e - s] = True
@@ -138,9 +177,10 @@ class VisionMLP(nnx.Module):
 
 
 class VisionAttention(nnx.Module):
-  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs, attention_impl: str = "auto"):
     d = cfg.hidden_size
     self.num_heads, self.head_dim = cfg.num_heads, cfg.head_dim
+    self.attention_impl = attention_impl
     self.qkv = Linear(d, 3 * d, ("vision_embed", "vision_qkv"), bias=True, dtype=dtype,
                       param_dtype=param_dtype, rngs=rngs)
     self.proj = Linear(d, d, ("vision_heads", "vision_embed"), bias=True, dtype=dtype,
@@ -149,33 +189,26 @@ class VisionAttention(nnx.Module):
   def __call__(self, x, cos, sin, layout: VisionLayout, windowed: bool):
     """x [N, D] (window order); cos/sin [N, head_dim] -> [N, D].
 
-    windowed: attention inside each window, computed per window block ([W, S, S] scores). Otherwise attention
-    inside each image frame (full_segments), computed in query chunks of FULL_ATTN_CHUNK ([chunk, N] scores)."""
+    windowed: attention inside each window block ([W, S, S] scores, XLA: the blocks are small). Otherwise inside
+    each image frame's block ([F, P, P], the configured attention kernel)."""
     n = x.shape[0]
     q, k, v = jnp.moveaxis(self.qkv(x).reshape(n, 3, self.num_heads, self.head_dim), 1, 0)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    scale = self.head_dim ** -0.5
     if windowed:
-      g, ok = layout.window_gather, layout.window_valid
-      mask = ok[:, :, None] & ok[:, None, :]
-      out = masked_attention(q[g], k[g], v[g], mask, scale)  # [W, S, H, hd]
-      out = out.reshape(-1, self.num_heads, self.head_dim)[layout.window_slot]
+      g, ok, slot, impl = layout.window_gather, layout.window_valid, layout.window_slot, "xla"
     else:
-      seg = layout.full_segments
-      chunks = []
-      for c in range(0, n, FULL_ATTN_CHUNK):
-        sl = slice(c, min(c + FULL_ATTN_CHUNK, n))
-        mask = seg[sl, None] == seg[None, :]
-        chunks.append(masked_attention(q[None, sl], k[None], v[None], mask[None], scale)[0])
-      out = jnp.concatenate(chunks, axis=0) if len(chunks) > 1 else chunks[0]
+      g, ok, slot, impl = layout.full_gather, layout.full_valid, layout.full_slot, self.attention_impl
+    seg = jnp.asarray(ok).astype(jnp.int32)  # 1 = patch, 0 = empty slot
+    out = attention(q[g], k[g], v[g], seg, causal=False, scale=self.head_dim ** -0.5, impl=impl)
+    out = out.reshape(-1, self.num_heads, self.head_dim).at[slot].get(mode="fill", fill_value=0)  # pad: zeros
     return self.proj(out.reshape(n, -1))
 
 
 class VisionBlock(nnx.Module):
-  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs):
+  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs, attention_impl: str = "auto"):
     self.norm1 = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "vision_embed", dtype=dtype, param_dtype=param_dtype)
     self.norm2 = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, "vision_embed", dtype=dtype, param_dtype=param_dtype)
-    self.attn = VisionAttention(cfg, dtype, param_dtype, rngs)
+    self.attn = VisionAttention(cfg, dtype, param_dtype, rngs, attention_impl)
     self.mlp = VisionMLP(cfg, dtype, param_dtype, rngs)
 
   def __call__(self, x, cos, sin, layout: VisionLayout, windowed: bool):
@@ -199,17 +232,31 @@ class PatchMerger(nnx.Module):
     return self.mlp_out(jax.nn.gelu(self.mlp_in(x), approximate=False))
 
 
+def _remat_block(windowed: bool, policy: str):
+  """nnx.remat of one (unstacked) block call with its attention kind fixed."""
+  def run(blk, x, cos, sin, layout):
+    return blk(x, cos, sin, layout, windowed=windowed)
+  return nnx.remat(run, policy=remat_policy_fn(policy))
+
+
 class VisionTower(nnx.Module):
   """pixel_values [N, C*T*P*P] + VisionLayout -> image features [N / merge**2, out_hidden]."""
 
-  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool = False):
+  def __init__(self, cfg: VisionConfig, dtype, param_dtype, rngs: nnx.Rngs, remat: bool | str = False, *,
+               scan_layers: bool = False, attention_impl: str = "auto"):
     self.cfg = cfg
     self.dtype = dtype
-    self.remat = remat
+    self.remat_policy = "full" if remat is True else ("none" if not remat else str(remat))
+    self.scan_layers = scan_layers
     self.patch_embed = Linear(cfg.patch_dim, cfg.hidden_size, ("vision_patch", "vision_embed"), bias=False,
                               dtype=dtype, param_dtype=param_dtype, rngs=rngs)
-    self.blocks = nnx.List([VisionBlock(cfg, dtype, param_dtype, rngs) for _ in range(cfg.depth)])
+    blocks = [VisionBlock(cfg, dtype, param_dtype, rngs, attention_impl) for _ in range(cfg.depth)]
+    self.blocks = stack_modules(blocks) if scan_layers else nnx.List(blocks)
     self.merger = PatchMerger(cfg, dtype, param_dtype, rngs)
+
+  @property
+  def remat(self) -> bool:
+    return self.remat_policy != "none"
 
   def rotary(self, rot_pos: jax.Array) -> tuple[jax.Array, jax.Array]:
     """rot_pos [N, 2] -> cos, sin [N, head_dim]: first half rotates by row, second half by column."""
@@ -235,10 +282,50 @@ class VisionTower(nnx.Module):
     cos, sin = self.rotary(jnp.asarray(layout.rot_pos))
     cos, sin = to_window_order(cos), to_window_order(sin)
     full_blocks = set(self.cfg.fullatt_block_indexes)
-    for i, block in enumerate(self.blocks):
-      if self.remat:
-        x = nnx.remat(lambda blk, *a: blk(*a, windowed=i not in full_blocks))(block, x, cos, sin, layout)
-      else:
-        x = block(x, cos, sin, layout, windowed=i not in full_blocks)
+    if self.scan_layers:
+      x = self._scan_blocks(x, cos, sin, layout)
+    else:
+      for i, block in enumerate(self.blocks):
+        if self.remat:
+          x = _remat_block(i not in full_blocks, self.remat_policy)(block, x, cos, sin, layout)
+        else:
+          x = block(x, cos, sin, layout, windowed=i not in full_blocks)
     merged = self.merger(x)  # [N/U, out] in window order
     return merged[layout.reverse_index]
+
+  def _scan_blocks(self, x, cos, sin, layout):
+    """Stacked blocks: one lax.scan per run of same-kind blocks, or a scan over [groups, period] when the
+    full-attention blocks are every period-th block ending the stack (period-1 windowed, then 1 full)."""
+    graphdef, params = nnx.split(self.blocks)
+    depth = self.cfg.depth
+
+    def block_fn(windowed):
+      def run(p, h):
+        return nnx.merge(graphdef, p)(h, cos, sin, layout, windowed=windowed)
+      if self.remat:
+        run = jax.checkpoint(run, policy=remat_policy_fn(self.remat_policy), prevent_cse=False)
+      return run
+
+    run_window, run_full = block_fn(True), block_fn(False)
+
+    def scan_run(p, h, windowed):
+      fn = run_window if windowed else run_full
+      return jax.lax.scan(lambda c, pi: (fn(pi, c), None), h, p)[0]
+
+    full = tuple(sorted(self.cfg.fullatt_block_indexes))
+    period = full[0] + 1 if full else 0
+    if full and depth % period == 0 and full == tuple(range(period - 1, depth, period)) and depth > period:
+      grouped = jax.tree.map(lambda a: a.reshape((depth // period, period) + a.shape[1:]), params)
+
+      def group(h, p):
+        if period > 1:
+          h = scan_run(jax.tree.map(lambda a: a[:period - 1], p), h, True)
+        return run_full(jax.tree.map(lambda a: a[period - 1], p), h), None
+      return jax.lax.scan(group, x, grouped)[0]
+    kinds = [i not in full for i in range(depth)]
+    start = 0
+    for i in range(1, depth + 1):
+      if i == depth or kinds[i] != kinds[start]:
+        x = scan_run(jax.tree.map(lambda a, s=start, e=i: a[s:e], params), x, kinds[start])
+        start = i
+    return x
