@@ -1,7 +1,8 @@
-"""Evaluation metrics (SPEC §11): SOP, AndroidControl step metrics, online success and pass@k,
-AndroidLab ratios, reward-model F1. Host-side numpy; every function takes plain sequences/arrays and
-returns floats (or dicts of floats). Rates are fractions in [0, 1]; NaN where a quantity is undefined
-(no episodes in a bucket, no successful episode, no predicted positive)."""
+"""Evaluation metrics (docs/algorithms.md §11): SOP, AndroidControl step metrics, online success and pass@k,
+AndroidLab ratios, reward-model F1, Wilson intervals and paired tests (exact McNemar, bootstrap).
+Host-side numpy; every function takes plain sequences/arrays and returns floats (or dicts of
+floats). Rates are fractions in [0, 1]; NaN where a quantity is undefined (no episodes in a bucket,
+no successful episode, no predicted positive)."""
 from __future__ import annotations
 
 import math
@@ -183,3 +184,58 @@ def reward_model_f1(scores: Sequence[float], labels: Sequence[bool], lengths: Op
             if sel.any():
                 out[bucket] = binary_prf(sc[sel], y[sel], thresholds)
     return out
+
+
+# --------------------------------------------------------------------------- statistics (SR intervals, paired tests)
+Z_95 = 1.959963984540054  # two-sided 95 % standard-normal quantile
+
+
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion k/n: centre (p̂ + z²/2n)/(1 + z²/n),
+    half-width z/(1 + z²/n)·√(p̂(1−p̂)/n + z²/4n²). (NaN, NaN) when n = 0."""
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"wilson_interval: need 0 ≤ successes ≤ n (successes={successes}, n={n})")
+    if n == 0:
+        return float("nan"), float("nan")
+    p, z2 = successes / n, z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_counts(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, int]:
+    """Discordant pairs of two paired binary outcomes per task [T]: (b, c) with
+    b = #(before succeeded, after failed) and c = #(before failed, after succeeded)."""
+    x, y = _arr(before, bool), _arr(after, bool)
+    if x.shape != y.shape:
+        raise ValueError(f"paired outcomes need one entry per task each: {x.size} vs {y.size}")
+    return int(np.sum(x & ~y)), int(np.sum(~x & y))
+
+
+def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> float:
+    """Two-sided exact McNemar p-value on the same tasks [T]: under H0 the discordant pairs split
+    Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))). 1.0 when there is no discordant pair."""
+    b, c = paired_counts(before, after)
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2.0 ** n
+    return min(1.0, 2.0 * tail)
+
+
+def paired_bootstrap(before: Sequence[float], after: Sequence[float], *, num_samples: int = 10000,
+                     seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
+    """Paired bootstrap of mean(after) − mean(before) over tasks [T], resampling tasks with
+    replacement (numpy PCG64 from `seed`: same inputs and seed, same output).
+    Returns diff, the percentile interval lo/hi, and a two-sided p = min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))."""
+    x, y = _arr(before), _arr(after)
+    if x.shape != y.shape or x.size == 0:
+        raise ValueError(f"paired_bootstrap: need equal, non-empty per-task outcomes ({x.size} vs {y.size})")
+    d = y - x
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(num_samples, d.size))
+    boot = d[idx].mean(axis=1)
+    alpha = (1.0 - confidence) / 2
+    p = min(1.0, 2.0 * min(float(np.mean(boot <= 0)), float(np.mean(boot >= 0))))
+    return {"diff": float(d.mean()), "lo": float(np.quantile(boot, alpha)),
+            "hi": float(np.quantile(boot, 1 - alpha)), "p": p}

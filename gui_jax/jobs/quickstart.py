@@ -2,9 +2,14 @@
 
 expert episodes (train split) → evaluate untrained → SFT → evaluate → semi-online RL → evaluate,
 each evaluation on the held-out split: SOP (PG, TSR, Score), step metrics with the expert history
-(TM, GR, SR) and online success in PhoneSim. Resumable: finished stages are not redone.
+(TM, GR, SR) and online success in PhoneSim, every success rate with its Wilson 95 % interval and
+each stage paired against the one before on the same tasks (exact McNemar). Resumable: finished
+stages are not redone.
 Outputs in the workdir: episodes/, sft/ and rl/ checkpoints, metrics.jsonl + TensorBoard logs,
 training_curves.png, results.json and results.md.
+
+results.json = {"stages": {stage: metrics}, "profile": {stage: wall/CPU/compile seconds}}; for one
+config and seed on one machine "stages" (and so the table) repeats exactly; "profile" is timing.
 """
 from __future__ import annotations
 
@@ -12,21 +17,54 @@ import json
 import os
 import resource
 import time
+from contextlib import contextmanager
 
+import jax
 from absl import logging
 
-from gui_jax.eval.suite import evaluate_agent, format_table
+from gui_jax.eval.suite import evaluate_agent, format_table, split_timings
 from gui_jax.jobs.common import prepare
-from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.agent import Agent
+from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.semi_online import train_offline_rl, train_semi_online
 from gui_jax.train.sft import train_sft
 
+_COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                   "/jax/core/compile/backend_compile_duration")
+
+
+class StageProfiler:
+    """Wall, process CPU (all threads) and JAX compile seconds per named stage."""
+
+    def __init__(self):
+        self.stages: dict[str, dict] = {}
+        self._compile = 0.0
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+
+    def _on_event(self, name, duration, **_):
+        if name in _COMPILE_EVENTS:
+            self._compile += duration
+
+    @contextmanager
+    def stage(self, name: str):
+        w, c, k = time.time(), time.process_time(), self._compile
+        try:
+            yield
+        finally:
+            self.stages[name] = {"wall_s": round(time.time() - w, 2), "cpu_s": round(time.process_time() - c, 2),
+                                 "compile_s": round(self._compile - k, 2)}
+
+    def summary(self) -> str:
+        return "; ".join(f"{n} {v['wall_s']:.0f}s (cpu {v['cpu_s']:.0f}s, compile {v['compile_s']:.0f}s)"
+                         for n, v in self.stages.items())
+
 
 def run(config, workdir: str) -> None:
-    start = time.time()
-    train_tasks, test_tasks, train_eps, test_eps = prepare(config, workdir)
+    start, cpu_start = time.time(), time.process_time()
+    prof = StageProfiler()
+    with prof.stage("episodes"):
+        train_tasks, test_tasks, train_eps, test_eps = prepare(config, workdir)
     print(f"{len(train_eps)} train episodes ({sum(len(e) for e in train_eps)} steps), "
           f"{len(test_eps)} held-out episodes / online tasks")
     agent = Agent(config, seed=config.seed)
@@ -34,36 +72,60 @@ def run(config, workdir: str) -> None:
     pcfg = PromptConfig(**config.prompt.to_dict())
     logger = MetricsLogger(workdir)
     results_path = os.path.join(workdir, "results.json")
-    results = json.load(open(results_path)) if os.path.exists(results_path) else {}
+    saved = json.load(open(results_path)) if os.path.exists(results_path) else {}
+    results, profile = saved.get("stages", {}), saved.get("profile", {})
+    profile["episodes"] = prof.stages["episodes"]
+
+    def save():
+        with open(results_path, "w") as f:
+            json.dump({"stages": results, "profile": profile}, f, indent=1)
 
     def stage_eval(name: str, step: int):
         if name not in results:
-            results[name] = evaluate_agent(agent, test_eps, test_tasks, pcfg, config)
-            json.dump(results, open(results_path, "w"), indent=1)
-        logger.write(step, {k: v for k, v in results[name].items() if isinstance(v, float)}, prefix=f"eval")
+            with prof.stage(f"eval_{name}"):
+                results[name], timings = split_timings(evaluate_agent(agent, test_eps, test_tasks, pcfg, config))
+            profile[f"eval_{name}"] = {**prof.stages[f"eval_{name}"], **timings}
+            save()
+        logger.write(step, {k: v for k, v in results[name].items() if isinstance(v, float)}, prefix="eval")
         print(f"[{name}] " + ", ".join(f"{k}={v:.3f}" for k, v in results[name].items()
-                                       if k in ("SOP_Score", "SR", "online_SR")))
+                                       if k in ("SOP_Score", "SR", "online_SR")), flush=True)
+
+    def timed(name, fn, *a, **kw):
+        with prof.stage(name):
+            fn(*a, **kw)
+        profile.setdefault(name, prof.stages[name])
 
     stage_eval("untrained", 0)
-    train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
+    timed("train_sft", train_sft, agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"),
+          logger=logger)
     stage_eval("sft", config.sft.num_steps)
     sft_params = agent.copy_params()
+    compare_to = {}
     if config.get("offline_rl_baseline"):
-        train_offline_rl(agent, train_eps, pcfg, config.rl, workdir=os.path.join(workdir, "offline_rl"),
-                         logger=logger, ref_params=sft_params)
+        timed("train_offline_rl", train_offline_rl, agent, train_eps, pcfg, config.rl,
+              workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params)
         stage_eval("offline_rl", config.sft.num_steps + config.rl.iterations)
         agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
-    train_semi_online(agent, train_eps, pcfg, config.rl, workdir=os.path.join(workdir, "rl"), logger=logger,
-                      ref_params=sft_params)
+        compare_to = {"offline_rl": "sft", "semi_online_rl": "sft"}
+    timed("train_semi_online_rl", train_semi_online, agent, train_eps, pcfg, config.rl,
+          workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
     stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
     logger.plot()
     logger.close()
-    table = format_table(results)
+    table = format_table(results, compare_to=compare_to)
     runtime = time.time() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    footer = f"\nruntime {runtime / 60:.1f} min this run, peak memory {peak_mb:.0f} MB"
+    profile["this_run"] = {"wall_s": round(runtime, 1), "cpu_s": round(time.process_time() - cpu_start, 1),
+                           "peak_rss_mb": round(peak_mb), "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+                           "cpu_count": os.cpu_count(), "stages": prof.stages}
+    save()
+    n_online = len(next(iter(results.values())).get("online_success", []))
+    footer = (f"\nonline SR on {n_online} held-out tasks; [lo, hi] = Wilson 95 % interval; p = exact McNemar, "
+              f"two-sided, paired on the same tasks\n"
+              f"runtime {runtime / 60:.1f} min this run (CPU {profile['this_run']['cpu_s'] / 60:.1f} min, "
+              f"load avg {os.getloadavg()[0]:.1f}), peak memory {peak_mb:.0f} MB\n"
+              f"time per stage: {prof.summary()}")
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(table + footer + "\n")
-    print("\n" + table + footer)
+        f.write(table + "\n" + footer + "\n")
+    print("\n" + table + "\n" + footer)
     logging.info("results in %s", workdir)
-

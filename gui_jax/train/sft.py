@@ -79,9 +79,11 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
                                weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                total_steps=cfg.num_steps, schedule=cfg.get("schedule", "constant"))
-    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest), optimizer)
+    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest), optimizer,
+                      compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,
-                checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"))
+                checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"),
+                packing=bool(cfg.get("packing", False)), row_length=cfg.get("row_length") or None)
     agent.set_params(state.params)
     return {"steps": state.step, "examples": len(source)}

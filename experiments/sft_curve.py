@@ -1,0 +1,73 @@
+"""Learning curve of SFT alone: step metrics on training and held-out episodes and online SR on the
+held-out tasks after each of several SFT step counts (one run, continued between evaluations).
+Used to tell memorisation (train grounding → 1, held-out flat) from under-training.
+
+    python experiments/sft_curve.py WORKDIR [config.key=python_literal ...] [evals=[250,500,1000]]
+
+Appends one JSON line per evaluation to WORKDIR.jsonl (the quickstart config with the overrides).
+"""
+import ast
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_config(overrides):
+    spec = importlib.util.spec_from_file_location("quickstart_config", os.path.join(HERE, "..", "configs", "quickstart.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    config, evals = mod.get_config(), []
+    for kv in overrides:
+        key, value = kv.split("=", 1)
+        if key == "evals":
+            evals = ast.literal_eval(value)
+            continue
+        node, parts = config, key.removeprefix("config.").split(".")
+        for part in parts[:-1]:
+            node = node[part]
+        node[parts[-1]] = ast.literal_eval(value)
+    return config, evals or [config.sft.num_steps]
+
+
+def main(argv):
+    from gui_jax.eval.offline import evaluate_steps
+    from gui_jax.eval.online import evaluate_online
+    from gui_jax.jobs.common import prepare
+    from gui_jax.rl.agent import Agent
+    from gui_jax.rl.prompting import PromptConfig
+    from gui_jax.train.sft import train_sft
+    workdir, overrides = argv[0], argv[1:]
+    config, evals = load_config(overrides)
+    _, test_tasks, train_eps, test_eps = prepare(config, workdir)
+    agent = Agent(config, seed=config.seed)
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    shutil.rmtree(os.path.join(workdir, "sft"), ignore_errors=True)
+    with open(workdir + ".jsonl", "a") as out:
+        for n in sorted(evals):
+            config.sft.num_steps = n
+            w, c = time.time(), time.process_time()
+            train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=None)
+            w2, c2 = time.time(), time.process_time()
+            tr = evaluate_steps(agent.policy, train_eps[:60], pcfg)
+            te = evaluate_steps(agent.policy, test_eps, pcfg)
+            on = evaluate_online(agent.policy, test_tasks, pcfg, resolution=tuple(config.data.resolution),
+                                 max_steps=config.eval.max_steps)
+            rec = {"steps": n, "args": overrides, "train_GR": tr["GR"], "train_SR": tr["SR"], "test_TM": te["TM"],
+                   "test_GR": te["GR"], "test_SR": te["SR"], "online_SR": on["SR"], "n_test": len(test_tasks),
+                   "n_train": len(train_eps), "sft_wall_s": w2 - w, "sft_cpu_s": c2 - c,
+                   "eval_wall_s": time.time() - w2, "eval_cpu_s": time.process_time() - c2,
+                   "load_avg": os.getloadavg()[0],
+                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,55 @@
+"""Two runs of a shortened quickstart with one config and seed give identical results.json stages
+and the same table (timings aside). Each run is its own process, with a different PYTHONHASHSEED,
+so an order that depends on string hashing (set/dict iteration) would show up as a difference.
+Budget: ≈ 60 s of CPU per run (mostly compilation), the two runs side by side."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TINY = [
+    "--config.data.train_seed_range=(0,6)", "--config.data.test_seed_range=(1000,1002)",
+    "--config.data.templates=('messages.open_thread','clock.alarm_toggle')",
+    "--config.data.num_train_episodes=6", "--config.data.num_test_episodes=4",
+    "--config.model.max_new_tokens=20", "--config.model.sample_batch_size=16",
+    "--config.sft.num_steps=3", "--config.sft.batch_size=4", "--config.sft.micro_batch_size=4",
+    "--config.sft.warmup_steps=1", "--config.sft.learning_rate=0.01",
+    "--config.rl.iterations=1", "--config.rl.episodes_per_iteration=2", "--config.rl.num_rollouts=2",
+    "--config.rl.dynamic_sampling=True", "--config.rl.dynamic_sampling_max_tries=2", "--config.rl.micro_batch_size=8",
+    "--config.eval.max_steps=3",
+]
+
+
+def _launch(workdir, hashseed):
+    env = dict(os.environ, PYTHONHASHSEED=str(hashseed), JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, "-m", "gui_jax.main", "--config", os.path.join(REPO, "configs", "quickstart.py"),
+           f"--workdir={workdir}", *TINY]
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_quickstart_twice_identical(tmp_path):
+    runs = [(_launch(str(tmp_path / f"run{i}"), seed), tmp_path / f"run{i}") for i, seed in enumerate((1, 2))]
+    outs = []
+    for proc, workdir in runs:
+        log, _ = proc.communicate(timeout=1800)  # ≈ 60 s CPU each; generous for loaded machines
+        assert proc.returncode == 0, log[-3000:]
+        outs.append((json.loads((workdir / "results.json").read_text()), (workdir / "results.md").read_text(),
+                     [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]))
+    (a, md_a, log_a), (b, md_b, log_b) = outs
+    # every logged training number (SFT loss, grad norms, RL rewards and losses) repeats bit for bit
+    assert len(log_a) == len(log_b) > 20
+    for x, y in zip(log_a, log_b):
+        same = x == y or (x["name"] == y["name"] and x["step"] == y["step"] and math.isnan(x["value"])
+                          and math.isnan(y["value"]))
+        assert same, (x, y)
+    assert any(r["name"] == "sft/loss" for r in log_a) and any(r["name"].startswith("rl/") for r in log_a)
+    assert list(a["stages"]) == ["untrained", "sft", "semi_online_rl"]
+    assert a["stages"] == b["stages"]
+    # the table (everything above the runtime footer) is identical too
+    assert md_a.split("\nruntime")[0] == md_b.split("\nruntime")[0]
+    assert "[" in md_a and "vs sft" in md_a  # Wilson intervals and the paired column are printed
+    assert set(a["profile"]) >= {"episodes", "train_sft", "train_semi_online_rl", "eval_sft", "this_run"}
+    assert len(a["stages"]["sft"]["online_success"]) == 4
