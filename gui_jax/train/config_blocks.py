@@ -15,7 +15,10 @@ def model_block(preset: str = "tiny") -> ml_collections.ConfigDict:
         "min_pixels": 56 * 56,
         "max_pixels": 28 * 28 * 1280,
         "max_new_tokens": 48,
+        "max_prompt_tokens": 8192,   # longest prompt the sampler accepts (UI-S1: 12288)
         "sample_batch_size": 32,
+        "prefill_chunk": 0,           # >0: prompts run through the KV cache in chunks of this many tokens
+        "kv_cache_dtype": "",         # sampler KV cache dtype ('' = compute dtype; 'bfloat16' halves it)
     })
 
 
@@ -24,10 +27,16 @@ def prompt_block() -> ml_collections.ConfigDict:
         "dialect": "ui_s1",
         "observation": "screenshot",  # screenshot | ui_text | both
         "target": "coordinate",       # coordinate | element
-        "history_turns": 2,           # K (SPEC §3)
-        "max_history_lines": 10,
+        "history_turns": 2,           # K: observations in the prompt, the current one included (§3)
+        "history_mode": "full",       # full (UI-S1: earlier responses as written) | compact (one line each)
+        "max_history_lines": 10,      # earlier steps kept (full: text turns; compact: lines); ≤ 0 = all
+        "image_max_pixels": 0,        # current screenshot resized under this area (0 = as rendered)
+        "history_image_max_pixels": 0,  # history screenshots (0 = like the current one)
+        "image_min_pixels": 56 * 56,
         "ui_text_bounds": False,
         "ui_text_class": True,
+        "word_tokens": False,         # words after spaces in goal and UI labels (see PromptConfig)
+        "ui_text_skip_unlabeled": False,
         "max_ui_lines": 40,
         "system_prompt": True,
         "goal_last": False,
@@ -46,12 +55,14 @@ def sft_block() -> ml_collections.ConfigDict:
         "max_grad_norm": 1.0,
         "schedule": "constant",
         "checkpoint_every": 50,
+        "packing": False,             # several trained steps per row (segment ids); needs row_length
+        "row_length": 0,              # tokens per packed row (rounded up to a length bucket)
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })
 
 
 def rl_block() -> ml_collections.ConfigDict:
-    """UI-S1 semi-online RL (SPEC §3-§5) with paper defaults where the tiny run allows."""
+    """UI-S1 semi-online RL (docs/algorithms.md §3-§5) with paper defaults where the tiny run allows."""
     return ml_collections.ConfigDict({
         "seed": 0,
         "iterations": 20,
@@ -64,13 +75,19 @@ def rl_block() -> ml_collections.ConfigDict:
         "omega": 1.0,
         "cut_at_mismatch": True,
         "reward_preset": "paper",     # paper | code
-        "require_thought": False,
+        # None: as the dialect (a thought field → a non-empty thought is required for format = 1)
+        "require_thought": ml_collections.FieldReference(None, field_type=bool),
+        "bbox_scale": 1.2,            # matcher: expert bbox enlarged ×1.2 about its centre
+        "dist_threshold": 0.04,       # matcher: normalised distance to the expert point
+        "episode_level": "paper",     # paper (Eq. 11, trajectory returns) | code (per-step rewards)
+        "patch_aux_checkpoint": "",   # off_policy patches: the auxiliary thought model (HF folder)
         "dynamic_sampling": True,
         "dynamic_sampling_eta": 0.3,
         "dynamic_sampling_max_tries": 10,
+        "dynamic_sampling_short": "log",  # fewer groups than the batch after the tries: log | raise
         "clip_low": 0.2,
         "clip_high": 0.2,
-        "dual_clip": ml_collections.config_dict.placeholder(float),
+        "dual_clip": ml_collections.FieldReference(3.0, field_type=float),  # c for A < 0; None = off
         "kl_coef": 1e-4,
         "kl_kind": "low_var_kl",
         "aggregation": "token_mean",
@@ -80,6 +97,33 @@ def rl_block() -> ml_collections.ConfigDict:
         "max_grad_norm": 1.0,
         "micro_batch_size": 16,
         "num_mini_batches": 1,        # optimizer steps per iteration (UI-S1: fixed_num_mini_batches 4)
+        "recompute_old_logprobs": False,  # π_old from the training forward, not the sampler (bf16 sampling)
         "checkpoint_every": 5,
+        "packing": False,             # several trained steps per row (segment ids); needs row_length
+        "row_length": 0,              # tokens per packed row (rounded up to a length bucket)
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
+    })
+
+
+def mesh_block() -> ml_collections.ConfigDict:
+    """Device mesh and precision of training and sampling (docs: gui_jax/models/sharding.py).
+
+    The training mesh is (data, fsdp, tensor) over all devices of all processes (-1 = whatever the
+    device count leaves). Weights map to mesh axes through a logical rule table ('default': FSDP on
+    the model dimension + tensor parallelism on heads / MLP / vocab; 'fsdp': FSDP only).
+    The sampler uses the same devices with its own axis sizes (all 0 = the training mesh's shape);
+    its weights are resharded and cast on device after every update.
+    """
+    return ml_collections.ConfigDict({
+        "data": 1,
+        "fsdp": -1,
+        "tensor": 1,
+        "rules": "default",             # default | fsdp
+        "param_dtype": "float32",       # master weights and AdamW state
+        "compute_dtype": "bfloat16",    # forward / backward matmuls (float32 logits and loss)
+        "sampler_data": 0,
+        "sampler_fsdp": 0,
+        "sampler_tensor": 0,
+        "sampler_dtype": "bfloat16",    # weights the sampler holds (its KV cache uses the compute dtype)
+        "distributed": "auto",          # jax.distributed: auto (multi-process env detected) | on | off
     })
