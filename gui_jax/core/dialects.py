@@ -1,4 +1,4 @@
-"""Response dialects: parse a model's text into (thought, Action) and format it back (SPEC §1).
+"""Response dialects: parse a model's text into (thought, Action) and format it back (docs/algorithms.md §1).
 
 `parse_response(text, dialect)` returns (thought, action) or raises `ActionParseError`, never
 any other exception. `format_response(action, dialect, thought)` is its inverse:

@@ -1,4 +1,4 @@
-"""Step matcher (SPEC §1): does a predicted action match the expert's?
+"""Step matcher (docs/algorithms.md §1): does a predicted action match the expert's?
 
 Returns (type_match, exact_match). Coordinates of `pred`, `expert` and `expert_bbox` are pixels
 of the same image of size `image_size` = (width, height); they are normalised to [0, 1] by it.
@@ -70,7 +70,7 @@ def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float
                  expert_bbox: Optional[BBox] = None, bbox_scale: float = 1.2,
                  dist_threshold: float = 0.04,
                  elements: Optional[Sequence[BBox]] = None) -> tuple[bool, bool]:
-    """(type_match, exact_match) of `pred` against `expert` (SPEC §1 rules).
+    """(type_match, exact_match) of `pred` against `expert` (docs/algorithms.md §1 rules).
 
     image_size: (width, height) used to normalise coordinates. expert_bbox: the expert's
     target element bounds (pixels) or None. elements: optional element-index → bbox table

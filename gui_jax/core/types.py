@@ -1,7 +1,7 @@
 """Core data model: actions, observations, steps, trajectories, offline episodes.
 
 Everything above `core` (envs, tasks, data, models, rl, train, eval) speaks these types.
-Coordinates in an `Action` are absolute pixels of the image the model saw (SPEC §1).
+Coordinates in an `Action` are absolute pixels of the image the model saw (docs/algorithms.md §1).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-# Canonical action types (SPEC §1) and the fields each one requires.
+# Canonical action types (docs/algorithms.md §1) and the fields each one requires.
 ACTION_FIELDS: dict[str, tuple[str, ...]] = {
     "click": ("x", "y"),
     "long_press": ("x", "y", "time"),

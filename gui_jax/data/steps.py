@@ -43,7 +43,7 @@ class StepRecord:
 class StepDataset:
     """Random access over every step of every episode; grain-source compatible.
 
-    history: number of earlier screenshots to attach (SPEC §3 uses the last K = 2 screens,
+    history: number of earlier screenshots to attach (docs/algorithms.md §3 uses the last K = 2 screens,
     i.e. history=1 beside the current one).
     """
 

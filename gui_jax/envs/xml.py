@@ -1,4 +1,4 @@
-"""UI-tree XML (uiautomator2 dump format) -> parsed elements and simplified text (SPEC §10).
+"""UI-tree XML (uiautomator2 dump format) -> parsed elements and simplified text (docs/algorithms.md §10).
 
 Shared by PhoneSim and the real-device backend. The simplifier follows MobileRL App. D:
 1. drop off-screen nodes: a node is kept only if its bounds lie inside the screen and inside its
@@ -110,7 +110,7 @@ def simplify_node(node) -> Optional[str]:
 
 
 def simplify_xml(xml: str, screen_size: tuple[int, int] = (1080, 2400), keep_offscreen: bool = False) -> str:
-    """SPEC §10 simplified UI text: one line per kept node (see module docstring)."""
+    """docs/algorithms.md §10 simplified UI text: one line per kept node (see module docstring)."""
     root = _root(xml)
     screen = (0, 0, int(screen_size[0]), int(screen_size[1]))
     lines: list[str] = []

@@ -4,8 +4,8 @@ Value model: values[b, l] = w . h[b, l] + bias, h = final-normed last hidden sta
 the backbone, so the critic trains end to end; `init_value_head_from_labels` starts the head at the reward
 model's log-odds logit(+) - logit(-) (GUI-Shepherd initialises the critic from the PRM).
 
-Reward scoring (SPEC §9): the model reads (goal, history, screen, candidate action) and its next token is one of
-two label tokens. At the label position (the last prompt token, whose logits predict the label):
+Reward scoring (docs/algorithms.md §9): the model reads (goal, history, screen, candidate action) and its
+next token is one of two label tokens. At the label position (the last prompt token, whose logits predict the label):
   p_pos = softmax([logit_pos, logit_neg])[0] = sigmoid(logit_pos - logit_neg); pos_logit = logit_pos.
 """
 from __future__ import annotations

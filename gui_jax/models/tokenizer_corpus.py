@@ -1,7 +1,7 @@
 """Deterministic GUI-agent text for training the tiny SentencePiece vocabulary.
 
-`corpus_lines(seed, n_examples, extra_lines)` yields phone-task goals, UI trees (SPEC §10 line
-format), chat-formatted prompts, and responses in the four action dialects of SPEC §1, with
+`corpus_lines(seed, n_examples, extra_lines)` yields phone-task goals, UI trees (docs/algorithms.md §10 line
+format), chat-formatted prompts, and responses in the four action dialects of docs/algorithms.md §1, with
 names, numbers, dates and times. Pass simulator text as `extra_lines` to retrain on it later.
 
     python -m gui_jax.models.tokenizer_corpus --train gui_jax/models/assets/tiny_sp.model
@@ -176,7 +176,7 @@ def goal(rng: random.Random) -> str:
 
 
 def ui_tree(rng: random.Random, width: int, height: int, n: int) -> list[str]:
-    """UI-tree lines `Class;action;flags;text;[x1,y1][x2,y2]` (SPEC §10)."""
+    """UI-tree lines `Class;action;flags;text;[x1,y1][x2,y2]` (docs/algorithms.md §10)."""
     lines = []
     for _ in range(n):
         x1, y1 = rng.randrange(0, width - 40), rng.randrange(0, height - 40)

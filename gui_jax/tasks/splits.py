@@ -1,4 +1,4 @@
-"""CMDP train/test splits (SPEC §12, AndroidWorld-Generalization §3.2).
+"""CMDP train/test splits (docs/algorithms.md §12, AndroidWorld-Generalization §3.2).
 
 - instance: every parametric template in both sides, disjoint seeds; duplicate instances removed
   (within a side, and train instances equal to a test instance).

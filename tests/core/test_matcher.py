@@ -1,4 +1,4 @@
-"""SPEC §1 match rules at their boundaries."""
+"""docs/algorithms.md §1 match rules at their boundaries."""
 import pytest
 
 from gui_jax.core.matcher import content_direction, match_action

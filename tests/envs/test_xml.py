@@ -1,4 +1,4 @@
-"""UI XML parsing and the SPEC §10 simplifier (MobileRL App. D) on fixtures and on PhoneSim dumps."""
+"""UI XML parsing and the docs/algorithms.md §10 simplifier (MobileRL App. D) on fixtures and on PhoneSim dumps."""
 
 import pytest
 from lxml import etree

@@ -1,4 +1,4 @@
-"""SPEC §2 step-reward presets against a hand-computed table."""
+"""docs/algorithms.md §2 step-reward presets against a hand-computed table."""
 import numpy as np
 import pytest
 
