@@ -30,8 +30,16 @@ JOBS: dict[str, JobEntry] = {
                                     "AndroidControl offline evaluation: AC-High / AC-Low TM, GR, SR and SOP"),
     "env_eval": JobEntry("gui_jax.jobs.env_eval:run",
                          "online per-task SR with 95 % CIs on any env backend (MiniWob++, PhoneSim, servers)"),
+    "online_rl": JobEntry("gui_jax.jobs.online_rl:run",
+                          "online RL on live envs (GRPO / AdaGRPO / PPO): SFT start → online RL → held-out SR with CIs"),
+    "few_shot": JobEntry("gui_jax.jobs.few_shot:run",
+                         "few-shot adaptation (AWG): SFT on k demonstrations of unseen apps, then online evaluation"),
     "sop_report": JobEntry("gui_jax.jobs.sop_report:run",
                            "fit SOP Score against online SR across evaluated checkpoints (R², slope, plot)"),
+    "reward_model": JobEntry("gui_jax.jobs.reward_model:run",
+                             "train the step/outcome reward model on PhoneSim reward data; held-out F1 table"),
+    "reward_eval": JobEntry("gui_jax.jobs.reward_eval:run",
+                            "reward-model step / outcome precision, recall, F1 by length and difficulty"),
 }
 
 

@@ -1,0 +1,24 @@
+"""AdaGRPO at paper scale (MobileRL): Qwen2.5-VL-7B on env servers; β = 1e-3, SPA (α = 1), AdaPR
+(capacity 256, τ_adv = 1, λ = 0.25) with ≤ 1:2 negative pruning, FCF (2 failing epochs → 3-epoch
+cooldown at 0.5^k, removal at k ≥ 6).
+
+    python -m gui_jax.main --config configs/adagrpo_7b.py --config.model.checkpoint=/path/to/Qwen2.5-VL-7B-Instruct \
+        --config.env.server_urls='("http://10.0.0.2:8000",)' --config.env.token=...
+"""
+import importlib.util
+import os
+
+
+def _sibling(name):
+    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def get_config():
+    c = _sibling("grpo_online_7b").get_config("adagrpo")
+    c.online.kl_coef = 1e-3               # MobileRL β
+    c.online.aggregation = "token_mean"
+    c.online.curriculum = False
+    return c

@@ -1,0 +1,29 @@
+"""PPO with a value head and GAE (AWG / GUI-Shepherd, docs/algorithms.md §8); the tiny agent on PhoneSim.
+
+    python -m gui_jax.main --config configs/ppo.py [--workdir runs/ppo]
+    python -m gui_jax.main --config configs/ppo.py --config.online.gae_level=token
+    python -m gui_jax.main --config configs/ppo.py --config.env.server_urls='("http://127.0.0.1:8000",)'
+
+Reward = terminal outcome (`online.outcome_reward`); a per-step reward function (process reward
+model) plugs into `train_online(..., reward_fn=...)`. No KL (GUI-Shepherd); critic lr 10× the actor's.
+"""
+import importlib.util
+import os
+
+
+def _sibling(name):
+    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def get_config():
+    c = _sibling("grpo_online").get_config("ppo")
+    c.online.kl_coef = 0.0
+    c.online.learning_rate = 3e-4
+    c.online.critic_learning_rate = 3e-3
+    c.online.gamma = 1.0
+    c.online.gae_lambda = 0.95
+    c.online.gae_level = "step"
+    return c

@@ -1,0 +1,107 @@
+"""Online RL job (GRPO / AdaGRPO / PPO on live envs): SFT start → online RL → held-out online eval.
+
+    python -m gui_jax.main --config configs/grpo_online.py [--workdir runs/grpo_online]
+    ... --config.env.server_urls='("http://127.0.0.1:8000",)'     # env servers instead of PhoneSim
+
+The starting point is `init.checkpoint_dir` (a training stage's checkpoints folder) or a short SFT on
+expert episodes of the train split. Held-out evaluation runs greedy episodes through the same env
+pool (in process or remote) before and after RL: success rate with its Wilson 95 % interval over
+completed episodes, the paired exact McNemar test on tasks completed in both, and the rollout
+report (completed / retried / env_failure). Resumable: finished stages are not redone.
+Outputs: sft/, online/ (checkpoints + critic), results.json, results.md, metrics.jsonl.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from gui_jax.eval.metrics import mcnemar_exact, wilson_interval
+from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
+from gui_jax.rl.agent import Agent
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
+from gui_jax.train.logger import MetricsLogger
+from gui_jax.train.online import make_env_factory, make_pool, train_online
+from gui_jax.train.sft import train_sft
+
+
+def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0) -> dict:
+    """Greedy held-out episodes through an env pool built from `config.env`: SR with Wilson 95 % CI
+    over completed episodes, per-task outcomes (for paired tests) and the rollout report."""
+    render = pcfg.observation in ("screenshot", "both")
+    max_steps = int(config.eval.max_steps)
+    pool = make_pool(config.env, make_env_factory(config.env, render=render, max_steps=max_steps))
+    rcfg = RolloutConfig(mode=config.online.rollout_mode, max_steps=max_steps, temperature=0.0,
+                         batch_cap=config.online.batch_cap, max_staleness=None,
+                         max_episode_retries=config.online.max_episode_retries, seed=seed)
+    with pool, RolloutEngine(agent.policy, pool, pcfg, rcfg) as engine:
+        records = engine.run(tasks, trials=1)
+    rep = rollout_report(records)
+    k, n = rep["successes"], rep["completed"]
+    lo, hi = wilson_interval(k, n)
+    return {"online_SR": k / n if n else float("nan"), "online_SR_ci95": [lo, hi], "n": n,
+            "online_success": {r.task_id: int(r.success) for r in records if r.status == "completed"},
+            "rollout_report": rep}
+
+
+def paired_p(before: dict, after: dict) -> float:
+    """Exact McNemar over the tasks completed (not env_failure) in both evaluations."""
+    common = sorted(set(before["online_success"]) & set(after["online_success"]))
+    return mcnemar_exact([before["online_success"][t] for t in common], [after["online_success"][t] for t in common])
+
+
+def format_results(results: dict) -> str:
+    lines = ["| stage | online SR | 95 % CI | n | env_failure | retried | p (McNemar vs start) |",
+             "|---|---|---|---|---|---|---|"]
+    start = results.get("start")
+    for name, r in results.items():
+        p = "" if name == "start" or start is None else f"{paired_p(start, r):.3g}"
+        rep = r["rollout_report"]
+        lines.append(f"| {name} | {r['online_SR']:.3f} | [{r['online_SR_ci95'][0]:.3f}, {r['online_SR_ci95'][1]:.3f}] "
+                     f"| {r['n']} | {rep['env_failure']} | {rep['retried']} | {p} |")
+    return "\n".join(lines)
+
+
+def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> None:
+    """`init.checkpoint_dir` (restored) or a short SFT on the train split's expert episodes."""
+    ckpt = config.get("init", {}).get("checkpoint_dir", "") if config.get("init") else ""
+    if ckpt:
+        params, _ = load_stage_params(ckpt, field="init.checkpoint_dir")
+        set_agent_params(agent, params, ckpt)
+        return
+    train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
+
+
+def run(config, workdir: str) -> None:
+    init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
+    sides = () if init_ckpt else ("train",)
+    train_tasks, test_tasks, train_eps, _ = prepare(config, workdir, sides=sides)
+    agent = Agent(config, seed=config.seed)
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    logger = MetricsLogger(workdir)
+    path = os.path.join(workdir, "results.json")
+    results = json.load(open(path)) if os.path.exists(path) else {}
+
+    def save():
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1)
+
+    starting_point(agent, config, workdir, train_eps, pcfg, logger)
+    start_params = agent.copy_params()
+    if "start" not in results:
+        results["start"] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed)
+        save()
+    algo = config.online.algorithm
+    summary = train_online(agent, train_tasks, pcfg, config.online, env_cfg=config.env,
+                           workdir=os.path.join(workdir, "online"), logger=logger, prefix=algo,
+                           ref_params=start_params)
+    if algo not in results:
+        results[algo] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed)
+        results[algo]["train_rollout_report"] = summary["rollout_report"]
+        save()
+    logger.close()
+    table = format_results(results)
+    with open(os.path.join(workdir, "results.md"), "w") as f:
+        f.write(table + f"\n\ngreedy online SR on {len(test_tasks)} held-out tasks; Wilson 95 % intervals over "
+                        "completed episodes; p = exact McNemar on tasks completed in both\n")
+    print("\n" + table)

@@ -1,0 +1,268 @@
+"""Online RL (docs/algorithms.md §5–§8): trajectory GRPO with a curriculum, AdaGRPO, PPO with GAE.
+
+Each iteration: sample `episodes_per_iteration` training tasks (curriculum stage, FCF weights when
+enabled) → N rollouts of each through a `RolloutEngine` over an `EnvPool` (in-process PhoneSim, or
+env servers when `env.server_urls` is set) → advantages → PPO-clip update (+ β·KL to the frozen
+reference) on every step's response tokens, with the behaviour log-probs of the rollout as π_old.
+
+    summary = train_online(agent, train_tasks, pcfg, config.online, env_cfg=config.env, workdir=...)
+
+Algorithms (`online.algorithm`):
+- grpo: A_i = (R_i − mean)/(std + 1e-6) over the trajectories of one task (groups keyed by task id),
+  broadcast to every step and token;
+- adagrpo: SPA advantages (`spa`), AdaPR replay (`adapr`) with negative pruning (`prune_negatives`),
+  FCF task weights (`fcf`), each a switch; buffer and failure history live in the checkpoint;
+- ppo: a critic (value head on a backbone copy, own lr) and GAE over steps or tokens; reward =
+  outcome, plus a per-step `reward_fn(trajectory, t)` hook.
+Episodes hit by env faults are re-run on another env, then recorded as `env_failure`: they never
+enter a group (never a policy failure) and the run's report counts them. Resumable: the checkpoint
+side state holds the curriculum, FCF, AdaPR buffer and the cumulative rollout report; task
+sampling and rollout seeds derive from (seed, iteration) so a resumed run repeats an uninterrupted
+one in sync mode.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from absl import logging
+
+from gui_jax.envs.pool import EnvPool, PoolConfig
+from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
+from gui_jax.tasks.curriculum import Curriculum
+from gui_jax.train.online_config import validate_online
+from gui_jax.train.online_ppo import critic_dir
+from gui_jax.train.online_select import Traj, sample_tasks, select_adagrpo, step_samples, trajectory_advantages
+from gui_jax.train.rl_common import RLRun
+
+REPORT_KEYS = ("episodes", "completed", "env_failure", "retried", "failed_attempts", "stale_restarts",
+               "successes", "env_steps")
+
+
+# ------------------------------------------------------------------------------------------- envs
+def make_env_factory(env_cfg, *, render: bool, max_steps: int) -> Callable[[int], object]:
+    """slot -> env: RemoteEnv sessions round-robin over `env.server_urls`, else in-process PhoneSim."""
+    urls = tuple(env_cfg.get("server_urls", ()) or ())
+    resolution = tuple(env_cfg.get("resolution", (540, 1200)))
+    sim_steps = max(int(env_cfg.get("sim_max_steps", 30)), max_steps)
+    if urls:
+        from gui_jax.envs.backends import EnvOptions
+        from gui_jax.envs.client import RemoteEnv
+        token = env_cfg.get("token") or os.environ.get(env_cfg.get("token_env", "GUI_JAX_ENV_TOKEN"), "") or None
+        opts = EnvOptions(render=render, resolution=resolution, max_steps=sim_steps, tree=True)
+        timeout = float(env_cfg.get("call_timeout_s", 60.0))
+        return lambda slot: RemoteEnv(urls[slot % len(urls)], token, timeout_s=timeout,
+                                      reset_timeout_s=float(env_cfg.get("reset_timeout_s", 120.0)), options=opts)
+    from gui_jax.envs.sim import PhoneSim
+    return lambda slot: PhoneSim(render=render, resolution=resolution, max_steps=sim_steps, tree=True)
+
+
+def make_pool(env_cfg, make_env: Callable[[int], object]) -> EnvPool:
+    return EnvPool(make_env, PoolConfig(
+        n_active=int(env_cfg.get("n_envs", 8)), n_standby=int(env_cfg.get("n_standby", 0)),
+        call_timeout_s=float(env_cfg.get("call_timeout_s", 60.0)),
+        reset_timeout_s=float(env_cfg.get("reset_timeout_s", 120.0)),
+        lease_timeout_s=float(env_cfg.get("lease_timeout_s", 600.0)),
+        health_interval_s=float(env_cfg.get("health_interval_s", 30.0))))
+
+
+def rollout_config(cfg, iteration: int) -> RolloutConfig:
+    return RolloutConfig(mode=cfg.rollout_mode, max_steps=cfg.max_steps, temperature=cfg.temperature,
+                         batch_cap=cfg.batch_cap, max_wait_s=cfg.max_wait_s, max_staleness=cfg.get("max_staleness"),
+                         max_episode_retries=cfg.max_episode_retries,
+                         seed=int(cfg.seed) * 1_000_003 + 7919 * int(iteration) + 1)
+
+
+# ------------------------------------------------------------------------------------------- the run
+class OnlineRun(RLRun):
+    """RLRun + the online trainers' side state (curriculum, FCF, AdaPR buffer, rollout report, critic)."""
+
+    def __init__(self, agent, tasks: Sequence, cfg, *, workdir: str, ref_params=None, prefix: str = "online",
+                 logger=None, critic=None):
+        validate_online(cfg)
+        self.workdir = workdir
+        super().__init__(agent, len(tasks), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix,
+                         logger=logger)
+        ada = cfg.algorithm == "adagrpo"
+        self.curriculum = (Curriculum(switch_iterations=tuple(cfg.curriculum_switch_iterations),
+                                      success_threshold=cfg.get("curriculum_success_threshold"))
+                           if cfg.curriculum else None)
+        self.fcf = (FailureCurriculum(cfg.fcf_fail_epochs, cfg.fcf_cooldown_epochs, cfg.fcf_decay,
+                                      cfg.fcf_remove_after) if cfg.get("fcf") else None)
+        self.buffer = (AdaPRBuffer(cfg.adapr_capacity, cfg.adapr_tau, cfg.adapr_fraction)
+                       if ada and cfg.get("adapr") else None)
+        self.report = {k: 0 for k in REPORT_KEYS}
+        self.critic = critic
+        side = self.restored_extra.get("online", {})
+        if side:
+            if self.curriculum is not None and "curriculum" in side:
+                self.curriculum.load_state_dict(side["curriculum"])
+            if self.fcf is not None and "fcf" in side:
+                self.fcf.load_state_dict(side["fcf"])
+            if self.buffer is not None and "adapr" in side:
+                self.buffer.load_state_dict(side["adapr"])
+            self.report.update(side.get("report", {}))
+            if self.critic is not None:
+                path = critic_dir(workdir, self.iteration)
+                if not os.path.isdir(path):
+                    raise FileNotFoundError(f"resuming PPO at iteration {self.iteration}: critic checkpoint "
+                                            f"{path} is missing")
+                self.critic.load(path)
+
+    def side_state(self) -> dict:
+        out = {"report": dict(self.report)}
+        if self.curriculum is not None:
+            out["curriculum"] = self.curriculum.state_dict()
+        if self.fcf is not None:
+            out["fcf"] = self.fcf.state_dict()
+        if self.buffer is not None:
+            out["adapr"] = self.buffer.state_dict()
+        return out
+
+    def checkpoint_extra(self) -> dict:
+        extra = super().checkpoint_extra()
+        extra["online"] = self.side_state()
+        if self.critic is not None and self._saving_now():
+            path = critic_dir(self.workdir, self.iteration)
+            if not os.path.isdir(path):
+                self.critic.save(path)
+            self._prune_critics()
+        return extra
+
+    def _saving_now(self) -> bool:
+        from gui_jax.train.fit import sigterm_requested
+        stop = self.cfg.get("stop_after_steps")
+        return (self.ck.ckpt.should_save(self.iteration) or self.iteration >= self.cfg.iterations
+                or (stop is not None and self.done_this_run >= stop) or sigterm_requested())
+
+    def _prune_critics(self, keep: int = 4) -> None:
+        root = os.path.join(self.workdir, "critic")
+        its = sorted(int(d) for d in os.listdir(root) if d.isdigit()) if os.path.isdir(root) else []
+        for it in its[:-keep]:
+            shutil.rmtree(os.path.join(root, str(it)), ignore_errors=True)
+
+    def task_pool(self, tasks: Sequence) -> list:
+        return self.curriculum.filter(tasks) if self.curriculum is not None else list(tasks)
+
+
+def records_to_trajs(records) -> tuple[list[Traj], dict]:
+    """Completed trajectories (env_failure ones excluded) and this round's report."""
+    report = rollout_report(records)
+    trajs = [Traj(r.task_id, bool(r.success), list(r.steps)) for r in records if r.status == "completed"]
+    return trajs, report
+
+
+def _add_report(total: dict, part: dict) -> None:
+    for k in REPORT_KEYS:
+        total[k] = int(total.get(k, 0)) + int(part.get(k, 0))
+
+
+def grpo_samples(trajs: Sequence[Traj], cfg, *, skip_zero: bool = True) -> list:
+    out = []
+    for t in trajs:
+        if skip_zero and t.advantage == 0.0:
+            continue
+        out += step_samples(t, t.advantage)
+    return out
+
+
+def advantage_step(run: OnlineRun, trajs: list[Traj], cfg, rng: np.random.Generator, *, reward_fn=None) -> tuple[list, dict]:
+    """Sets advantages and picks what this iteration trains on → (TrainSamples, metrics)."""
+    metrics: dict = {}
+    if cfg.algorithm == "ppo":
+        from gui_jax.train.online_ppo import ppo_samples
+        return ppo_samples(run.critic, trajs, cfg, reward_fn=reward_fn)
+    ada = cfg.algorithm == "adagrpo"
+    adv = trajectory_advantages(trajs, use_spa=ada and cfg.spa, spa_alpha=cfg.get("spa_alpha", 1.0))
+    for t, a in zip(trajs, adv):
+        t.advantage = float(a)
+    chosen = trajs
+    if ada:
+        sel = select_adagrpo(trajs, run.buffer, rng, nominal_batch=cfg.episodes_per_iteration * cfg.num_rollouts,
+                             prune=cfg.prune_negatives, max_neg_per_pos=cfg.max_neg_per_pos)
+        chosen = sel.trajs
+        metrics.update({"pruned": sel.pruned, "replayed": sel.replayed, "buffer_inserted": sel.inserted,
+                        "buffer_size": len(run.buffer) if run.buffer is not None else 0})
+    metrics["trained_trajectories"] = sum(t.advantage != 0.0 for t in chosen)
+    return grpo_samples(chosen, cfg, skip_zero=cfg.get("skip_zero_advantage", True)), metrics
+
+
+def train_online(agent, tasks: Sequence, pcfg: PromptConfig, cfg, *, workdir: str, env_cfg=None,
+                 make_env: Optional[Callable[[int], object]] = None, pool: Optional[EnvPool] = None,
+                 logger=None, prefix: str = "online", ref_params=None, policy=None,
+                 reward_fn: Optional[Callable] = None, prompt_fn=None, parse_fn=None,
+                 critic_params=None, on_iteration: Optional[Callable] = None) -> dict:
+    """Trains agent.params in place (resumable from `workdir`); cfg = the `online` block.
+
+    tasks: the training tasks (each with .task_id, .goal, .difficulty). Envs: `pool`, else
+    `make_env(slot)`, else from `env_cfg` (PhoneSim in process, RemoteEnv with env.server_urls).
+    policy: the behaviour policy for rollouts (default agent.policy; its generations must carry the
+    agent's token ids). reward_fn(trajectory, t) -> float: PPO's per-step reward hook.
+    Returns {iterations, optimizer_steps, rollout_report (cumulative, every episode accounted for)}.
+    """
+    validate_online(cfg)
+    if not tasks:
+        raise ValueError("train_online needs at least one training task")
+    critic = None
+    if cfg.algorithm == "ppo":
+        from gui_jax.train.online_ppo import Critic
+        critic = Critic(agent, cfg, params=critic_params)
+    run = OnlineRun(agent, tasks, cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger,
+                    critic=critic)
+    own_pool = pool is None
+    if pool is None:
+        env_cfg = env_cfg if env_cfg is not None else _default_env()
+        render = pcfg.observation in ("screenshot", "both")
+        pool = make_pool(env_cfg, make_env or make_env_factory(env_cfg, render=render, max_steps=cfg.max_steps))
+    behaviour = policy if policy is not None else agent.policy
+    try:
+        while run.running:
+            it = run.iteration
+            rng = np.random.default_rng([int(cfg.seed), it])
+            chosen = sample_tasks(run.task_pool(tasks), cfg.episodes_per_iteration, rng, run.fcf)
+            if not chosen:
+                raise RuntimeError(f"{prefix}: no training task left at iteration {it} (curriculum stage "
+                                   f"{getattr(run.curriculum, 'stage', None)}, FCF removed "
+                                   f"{len(run.fcf.removed) if run.fcf else 0})")
+            with RolloutEngine(behaviour, pool, pcfg, rollout_config(cfg, it), prompt_fn=prompt_fn,
+                               parse_fn=parse_fn) as engine:
+                engine.set_policy(version=it)
+                records = engine.run(chosen, trials=cfg.num_rollouts)
+            trajs, rep = records_to_trajs(records)
+            _add_report(run.report, rep)
+            if run.fcf is not None:
+                by_task: dict = {}
+                for t in trajs:
+                    by_task.setdefault(t.task_id, []).append(t.reward)
+                run.fcf.record_epoch(by_task)
+            samples, metrics = advantage_step(run, trajs, cfg, np.random.default_rng([int(cfg.seed), it, 1]),
+                                              reward_fn=reward_fn)
+            success = rep["success_rate"] if rep["completed"] else 0.0
+            metrics.update({"reward_mean": float(success), "episodes": rep["episodes"],
+                            "completed": rep["completed"], "env_failure": rep["env_failure"],
+                            "retried": rep["retried"], "mean_steps": float(np.mean([len(t.steps) for t in trajs]))
+                            if trajs else 0.0, "train_steps": len(samples)})
+            if run.curriculum is not None:
+                metrics["curriculum_stage"] = run.curriculum.update(it + 1, success)
+            if run.fcf is not None:
+                metrics["fcf_removed"] = len(run.fcf.removed)
+            metrics.update(run.update(samples))
+            if on_iteration is not None:
+                on_iteration(run, trajs, metrics)
+            run.end_iteration(metrics)
+        summary = run.close()
+    finally:
+        if own_pool:
+            pool.close()
+    summary["rollout_report"] = dict(run.report)
+    logging.info("%s: %s", prefix, summary)
+    return summary
+
+
+def _default_env():
+    from gui_jax.train.online_config import env_block
+    return env_block()

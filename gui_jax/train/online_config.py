@@ -1,0 +1,108 @@
+"""Config blocks of the online RL trainers (docs/algorithms.md §5–§8): `online` and `env`.
+
+The `online` block holds the shared policy-loss / optimizer / checkpoint fields of `rl_block` (so
+`RLRun` reads it directly) plus the rollout, curriculum and per-algorithm switches. Every knob a
+paper ablates is a field: `spa`, `adapr`, `prune_negatives`, `fcf`, the curriculum, the GAE level.
+"""
+from __future__ import annotations
+
+import ml_collections
+
+from gui_jax.train.config_blocks import rl_block
+
+ALGORITHMS = ("grpo", "adagrpo", "ppo")
+GAE_LEVELS = ("step", "token")
+
+# Fields of rl_block the online trainers use (loss, optimizer, checkpoints).
+_SHARED = ("seed", "iterations", "clip_low", "clip_high", "dual_clip", "kl_coef", "kl_kind", "aggregation",
+           "learning_rate", "warmup_steps", "weight_decay", "max_grad_norm", "micro_batch_size",
+           "num_mini_batches", "recompute_old_logprobs", "checkpoint_every", "stop_after_steps")
+
+
+def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown online.algorithm {algorithm!r}; known: {ALGORITHMS}")
+    base = rl_block()
+    c = ml_collections.ConfigDict({k: base[k] for k in _SHARED})
+    # Keep FieldReference placeholders (None-able fields) as they are in rl_block.
+    c.stop_after_steps = ml_collections.config_dict.placeholder(int)
+    c.dual_clip = ml_collections.FieldReference(3.0, field_type=float)
+    c.algorithm = algorithm
+    c.update({
+        # --- rollouts (AWG §3.3 / MobileRL): N rollouts of each of `episodes_per_iteration` tasks
+        "episodes_per_iteration": 8,       # tasks per iteration (RLRun's name for the batch of items)
+        "num_rollouts": 8,                 # N trajectories per task = one GRPO group
+        "max_steps": 15,                   # agent steps per episode
+        "temperature": 1.0,
+        "rollout_mode": "sync",            # sync (lock-step, deterministic) | async (first-come-first-serve)
+        "batch_cap": 64,                   # most prompts per sampler call
+        "max_wait_s": 0.005,
+        "max_staleness": 1,
+        "max_episode_retries": 2,          # re-runs on another env after an env fault, then env_failure
+        "skip_zero_advantage": True,       # steps with A = 0 carry no gradient: not trained
+        # --- curriculum (AWG): easy → easy+medium → all
+        "curriculum": True,
+        "curriculum_switch_iterations": (50, 100),
+        "curriculum_success_threshold": ml_collections.FieldReference(None, field_type=float),
+        # --- AdaGRPO (MobileRL, docs/algorithms.md §7); each a switch (only read when algorithm=adagrpo)
+        "spa": True,
+        "spa_alpha": 1.0,
+        "adapr": True,
+        "adapr_capacity": 256,
+        "adapr_tau": 1.0,
+        "adapr_fraction": 0.25,            # λ: at most this fraction of the update batch from the buffer
+        "prune_negatives": True,
+        "max_neg_per_pos": 2.0,
+        "fcf": True,                       # failure curriculum (also usable with grpo)
+        "fcf_fail_epochs": 2,
+        "fcf_cooldown_epochs": 3,
+        "fcf_decay": 0.5,
+        "fcf_remove_after": 6,
+        # --- PPO (docs/algorithms.md §8)
+        "gamma": 1.0,
+        "gae_lambda": 0.95,
+        "gae_level": "step",               # step | token
+        "critic_learning_rate": 1e-5,
+        "critic_warmup_steps": 0,
+        "critic_max_grad_norm": 1.0,
+        "critic_updates": 1,               # critic optimizer steps per iteration
+        "normalize_advantages": True,      # batch-standardise the GAE advantages
+        "outcome_reward": 1.0,             # weight of the terminal success reward (0: reward_fn only)
+    })
+    if algorithm == "ppo":
+        c.kl_coef = 0.0
+        c.curriculum = False
+        c.fcf = False
+    if algorithm == "grpo":
+        c.fcf = False
+    return c
+
+
+def env_block() -> ml_collections.ConfigDict:
+    """Where episodes run: in-process PhoneSim (default) or env servers (`server_urls` non-empty)."""
+    return ml_collections.ConfigDict({
+        "server_urls": (),                 # e.g. ("http://127.0.0.1:8000",): RemoteEnv sessions, round robin
+        "token": "",                       # bearer token (or read from the env var named by token_env)
+        "token_env": "GUI_JAX_ENV_TOKEN",
+        "n_envs": 8,                       # active envs
+        "n_standby": 0,                    # warm spares (GUI-Shepherd: 8 + 8)
+        "call_timeout_s": 60.0,
+        "reset_timeout_s": 120.0,
+        "lease_timeout_s": 600.0,
+        "health_interval_s": 30.0,
+        "resolution": (540, 1200),
+        "sim_max_steps": 30,
+    })
+
+
+def validate_online(cfg) -> None:
+    """Clear errors for the fields the trainer dispatches on."""
+    if cfg.algorithm not in ALGORITHMS:
+        raise ValueError(f"online.algorithm = {cfg.algorithm!r}; known: {ALGORITHMS}")
+    if cfg.get("gae_level", "step") not in GAE_LEVELS:
+        raise ValueError(f"online.gae_level = {cfg.gae_level!r}; known: {GAE_LEVELS}")
+    if cfg.rollout_mode not in ("sync", "async"):
+        raise ValueError(f"online.rollout_mode = {cfg.rollout_mode!r}; known: ('sync', 'async')")
+    if cfg.num_rollouts < 1 or cfg.episodes_per_iteration < 1:
+        raise ValueError(f"online.num_rollouts ({cfg.num_rollouts}) and online.episodes_per_iteration "
+                         f"({cfg.episodes_per_iteration}) must be >= 1")
