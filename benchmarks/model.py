@@ -16,6 +16,7 @@ Importable without grain or ml-collections.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -35,6 +36,9 @@ CONFIGS = {
     # Qwen2.5-1.5B text shapes (~1.5B parameters, 1.36B in matmuls) for the MFU mode.
     "1b": {"vocab": 151936, "hidden": 1536, "inter": 8960, "layers": 24, "heads": 12, "kv": 2,
            "mrope": (16, 24, 24), "tie": True},
+    # Qwen2.5-VL-7B text shapes (--layers cuts the depth to fit one GPU with float32 masters + AdamW).
+    "7b": {"vocab": 152064, "hidden": 3584, "inter": 18944, "layers": 28, "heads": 28, "kv": 4,
+           "mrope": (16, 24, 24), "tie": False},
 }
 
 
@@ -233,19 +237,56 @@ def run_compare(args) -> dict:
   return res
 
 
+def real_train_step_time(model, batch_np: dict, steps: int, compute_dtype: str, lr: float = 1e-4) -> dict:
+  """The trainer's own step (train/state.py Updater): float32 master params + AdamW, `compute_dtype` forward /
+  backward, float32 logits and loss (sum / token count), accumulation and update jitted with donation."""
+  import jax.numpy as jnp
+  import optax
+  from flax import nnx
+
+  from gui_jax.train.state import Updater, init_train_state, make_optimizer, split_model
+  graphdef, params, rest = split_model(model)
+
+  def loss(p, batch, rng):
+    logits = nnx.merge(graphdef, p, rest)(batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits[:, :-1].astype(jnp.float32), batch["input_ids"][:, 1:])
+    return ce.sum(), jnp.float32(ce.size), {}
+
+  up = Updater(loss, make_optimizer(lr), compute_dtype=compute_dtype)
+  state = {"s": init_train_state(params, up.optimizer, 0)}
+  t0 = time.perf_counter()
+  state["s"], m = up.step(state["s"], [batch_np])
+  compile_s = time.perf_counter() - t0
+
+  def run():
+    state["s"], metrics = up.step(state["s"], [batch_np])  # returns after the one host sync of the step
+    return metrics
+
+  wall, cpu = _median_time(run, steps, lambda x: x)
+  return {"step_s": wall, "step_cpu_s": cpu, "first_step_s": compile_s, "first_loss": m["loss"]}
+
+
 def run_mfu(args) -> dict:
   import jax
   from flax import nnx
 
   from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
   cfg = make_config(args.config, dtype=args.dtype)
+  if args.layers:
+    cfg = cfg.replace(text=dataclasses.replace(cfg.text, num_hidden_layers=args.layers))
+  if args.real_step:
+    cfg = cfg.replace(param_dtype="float32")  # float32 masters; compute in --dtype
   model = Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0))
   rng = np.random.default_rng(0)
   batch = {"input_ids": rng.integers(1, cfg.text.vocab_size - 8, (args.batch, args.seq)).astype(np.int32),
            "attention_mask": np.ones((args.batch, args.seq), bool)}
-  r = flax_train_step_time(model, batch, args.steps)
+  if args.real_step:
+    r = real_train_step_time(model, batch, args.steps, args.dtype)
+  else:
+    r = flax_train_step_time(model, batch, args.steps)
   flops = train_flops(cfg, args.batch, args.seq)
   out = {"config": args.config, "dtype": args.dtype, "batch": args.batch, "seq": args.seq,
+         "layers": cfg.text.num_hidden_layers, "real_step": bool(args.real_step), "param_dtype": cfg.param_dtype,
          "matmul_params": matmul_params(cfg), "devices": str(jax.devices()), "step_s": r["step_s"],
          "first_step_s": r["first_step_s"], "model_tflops_per_step": flops / 1e12,
          "achieved_tflops": flops / r["step_s"] / 1e12, "tokens_per_s": args.batch * args.seq / r["step_s"]}
@@ -284,6 +325,9 @@ def main(argv=None) -> dict:
   ap.add_argument("--mfu", action="store_true", help="Flax-only train-step MFU (use on an accelerator)")
   ap.add_argument("--dtype", default="bfloat16", help="--mfu compute/param dtype")
   ap.add_argument("--peak-tflops", type=float, default=None, help="--mfu: device peak TFLOP/s for the dtype")
+  ap.add_argument("--real-step", action="store_true",
+                  help="--mfu: time the trainer's Updater step (float32 masters + AdamW, --dtype compute)")
+  ap.add_argument("--layers", type=int, default=0, help="--mfu: cut the text depth (0 = the config's)")
   args = ap.parse_args(argv)
   res = run_mfu(args) if args.mfu else run_compare(args)
   print_table(res)

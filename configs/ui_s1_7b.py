@@ -4,13 +4,37 @@ Starts from a user-supplied Hugging Face checkpoint directory (no hub downloads)
     python -m gui_jax.main --config configs/ui_s1_7b.py --config.model.checkpoint=/path/to/Qwen2.5-VL-7B-Instruct
 Screenshots + pixel coordinates, ui_s1 dialect, K = 2 history screenshots, γ = 0.5, ω = 1, ε = 1,
 N = 8 rollouts, dynamic sampling η = 0.3, KL β = 1e-4, token-mean aggregation, lr 1e-6.
+
+Sharding and precision (`mesh` block): float32 master weights and AdamW state, bf16 compute, FSDP over all
+devices by default. Per-slice layouts (`--config configs/ui_s1_7b.py:v5p-64`), checked ahead of time with
+`python -m benchmarks.aot --config configs/ui_s1_7b.py --topology v5p:4x4x2` (slice names count v5p
+TensorCores, 2 per chip; topologies count chips):
+  v5p-64  (32 chips, 95 GiB)  train mesh fsdp 32; sampler 8 replicas x tensor 4; micro-batch 32 rows (1/chip)
+  v5e-256 (256 chips, 16 GiB) train mesh fsdp 64 x tensor 4; sampler 64 replicas x tensor 4; micro-batch 64 rows
 """
 import ml_collections
 
-from gui_jax.train.config_blocks import model_block, prompt_block, rl_block, sft_block
+from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, rl_block, sft_block
+
+LAYOUTS = {
+    "v5p-64": {"chips": 32, "mesh": {"data": 1, "fsdp": 32, "tensor": 1, "sampler_data": 8, "sampler_fsdp": 1,
+                                     "sampler_tensor": 4},
+               "rl": {"micro_batch_size": 32}},
+    "v5e-256": {"chips": 256, "mesh": {"data": 1, "fsdp": 64, "tensor": 4, "sampler_data": 64, "sampler_fsdp": 1,
+                                       "sampler_tensor": 4},
+                "rl": {"micro_batch_size": 64}},
+}
 
 
-def get_config():
+def apply_layout(c: ml_collections.ConfigDict, name: str) -> None:
+    if name not in c.layouts:
+        raise ValueError(f"unknown layout {name!r}; known: {sorted(c.layouts)}")
+    for block in ("mesh", "rl", "model"):
+        for k, v in c.layouts[name].get(block, {}).items():
+            c[block][k] = v
+
+
+def get_config(layout: str = ""):
     c = ml_collections.ConfigDict()
     c.job = "quickstart"  # the same pipeline (episodes → SFT → semi-online RL → eval) at scale
     c.seed = 0
@@ -26,7 +50,14 @@ def get_config():
     c.model.max_pixels = 12845056
     c.model.max_new_tokens = 512
     c.model.sample_batch_size = 64
-    c.prompt = prompt_block()             # screenshots, coordinates, ui_s1, K = 2
+    c.prompt = prompt_block()             # screenshots, coordinates, ui_s1, K = 2 (previous + current)
+    # Token budget (UI-S1 Table 6: prompt ≤ 12288, response ≤ 512): the current screenshot at its
+    # native 1092×2436 (3393 image tokens), the previous one resized under 1280·28² pixels (644×1484,
+    # 1219 tokens), 10 earlier responses as written: ≤ 10·512 + 4612 + ~200 < 12288 at any step.
+    c.prompt.history_mode = "full"
+    c.prompt.max_history_lines = 10
+    c.prompt.history_image_max_pixels = 28 * 28 * 1280
+    c.model.max_prompt_tokens = 12288
     c.sft = sft_block()
     c.sft.num_steps = 0                   # the 7B starts from an SFT'd checkpoint
     c.sft.learning_rate = 1e-5
@@ -44,6 +75,13 @@ def get_config():
     c.rl.require_thought = True
     c.rl.patch_strategy = "thought_free"
     c.rl.patch_threshold = 1
+    c.model.remat_policy = "full"         # recompute each layer / vision block in the backward pass
+    c.model.scan_layers = True
+    c.mesh = mesh_block()                 # fp32 masters + AdamW, bf16 compute, FSDP over all devices
+    c.layouts = LAYOUTS
+    c.layout = layout
+    if layout:
+        apply_layout(c, layout)
     c.eval = ml_collections.ConfigDict({"step_metrics": True, "online_trials": 3,
                                         "online_temperature": 1.0, "max_steps": 30})
     return c

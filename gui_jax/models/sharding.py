@@ -64,6 +64,18 @@ DEFAULT_RULES: LogicalRules = (
 )
 
 
+# Pure FSDP: every weight sharded on its model (embed) dimension only; tensor-parallel names replicated.
+FSDP_RULES: LogicalRules = tuple((name, None if axes == "tensor" else axes) for name, axes in DEFAULT_RULES)
+
+RULE_TABLES: dict[str, LogicalRules] = {"default": DEFAULT_RULES, "fsdp": FSDP_RULES}
+
+
+def rules_by_name(name: str) -> LogicalRules:
+  if name not in RULE_TABLES:
+    raise ValueError(f"unknown logical rule table {name!r}; known: {sorted(RULE_TABLES)}")
+  return RULE_TABLES[name]
+
+
 # ---------------------------------------------------------------------------------------------- mesh & processes
 def make_mesh(data: int = 1, fsdp: int = -1, tensor: int = 1, devices: Sequence[Any] | None = None) -> Mesh:
   """A ('data', 'fsdp', 'tensor') mesh over `devices` (default: all devices of all processes).
@@ -87,6 +99,53 @@ def make_mesh(data: int = 1, fsdp: int = -1, tensor: int = 1, devices: Sequence[
     # Topology-aware device order (ICI rings on TPU) when the mesh spans all devices.
     return jax.make_mesh(tuple(sizes), MESH_AXES, axis_types=(jax.sharding.AxisType.Auto,) * 3)
   return Mesh(np.asarray(devs, dtype=object).reshape(sizes), MESH_AXES)
+
+
+def mesh_from_config(mesh_cfg, devices: Sequence[Any] | None = None, role: str = "train") -> Mesh:
+  """The mesh of one role from the config's `mesh` block (see train/config_blocks.mesh_block).
+
+  role 'train': (data, fsdp, tensor). role 'sampler': (sampler_data, sampler_fsdp, sampler_tensor) over the
+  same devices (a differently shaped mesh: e.g. tensor-parallel replicas for decoding); all three 0 = the
+  training mesh's shape.
+  """
+  if role == "train":
+    sizes = (mesh_cfg.data, mesh_cfg.fsdp, mesh_cfg.tensor)
+  elif role == "sampler":
+    sizes = (mesh_cfg.get("sampler_data", 0), mesh_cfg.get("sampler_fsdp", 0), mesh_cfg.get("sampler_tensor", 0))
+    if not any(sizes):
+      sizes = (mesh_cfg.data, mesh_cfg.fsdp, mesh_cfg.tensor)
+  else:
+    raise ValueError(f"unknown mesh role {role!r}: use 'train' or 'sampler'")
+  data, fsdp, tensor = (int(s) for s in sizes)
+  return make_mesh(data=data, fsdp=fsdp, tensor=tensor, devices=devices)
+
+
+def maybe_init_distributed(mode: str = "auto") -> bool:
+  """Initialises `jax.distributed` for a multi-host run; returns True when it did.
+
+  mode 'on': always (JAX auto-detects TPU pods / SLURM / the JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES,
+  JAX_PROCESS_ID variables); 'off': never; 'auto': only when the environment names more than one process
+  (JAX_NUM_PROCESSES > 1, several TPU_WORKER_HOSTNAMES, or SLURM_NTASKS > 1). A single process is a no-op.
+  """
+  import os
+  if mode not in ("auto", "on", "off"):
+    raise ValueError(f"mesh.distributed must be 'auto', 'on' or 'off', got {mode!r}")
+  if mode == "off":
+    return False
+  if mode == "auto":
+    env = os.environ
+    hosts = [h for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
+    multi = (int(env.get("JAX_NUM_PROCESSES", "1") or 1) > 1 or len(hosts) > 1
+             or int(env.get("SLURM_NTASKS", "1") or 1) > 1)
+    if not multi:
+      return False
+  if jax.distributed.is_initialized():
+    return False
+  env = os.environ
+  num = env.get("JAX_NUM_PROCESSES")
+  pid = env.get("JAX_PROCESS_ID")
+  init_distributed(env.get("JAX_COORDINATOR_ADDRESS"), int(num) if num else None, int(pid) if pid else None)
+  return True
 
 
 def init_distributed(coordinator: str | None = None, num_processes: int | None = None,
@@ -272,6 +331,15 @@ def activation_sharding(mesh: Mesh, rules: LogicalRules | Mapping[str, MeshAxes]
     yield
   finally:
     _ACTIVATIONS.mesh, _ACTIVATIONS.rules = old
+
+
+def current_mesh() -> Mesh | None:
+  """The mesh of the enclosing `activation_sharding` context (None outside: single device / unsharded)."""
+  return _ACTIVATIONS.mesh
+
+
+def current_rules() -> LogicalRules | Mapping[str, MeshAxes]:
+  return _ACTIVATIONS.rules
 
 
 def constrain(x: jax.Array, logical_axes: Sequence[str | None]) -> jax.Array:

@@ -4,20 +4,42 @@ The model is split once (`nnx.split`) into a static graphdef and a params pytree
 pure functions over pytrees (no per-micro-batch split/merge). Losses return (sum, denominator):
 the update uses Σ grad(sum) / Σ denominator over micro-batches, so any micro-batch split gives
 the same update as the full batch.
+
+Sharding: when the params are jax Arrays with NamedShardings (the Agent places them on its mesh),
+the optimizer state is created with the same layout (Adam moments sharded like their weights), the
+train functions are jitted with those output shardings and donate their state, and every
+micro-batch is placed on the mesh's batch axes (`place_batch`). Accumulation stays on device: one
+host sync per optimizer step (the metrics), none per micro-batch.
+
+Mixed precision: keep the params (master weights) and the AdamW state in float32 and pass
+`compute_dtype=jnp.bfloat16`: the loss sees a bf16 copy of the floating params (cast inside the
+jitted function, so FSDP all-gathers move bf16), gradients flow back to the float32 masters, and
+accumulate and update in float32. At lr 1e-6 a bf16 weight would not move at all (its spacing is
+2^-8 relative): the masters must be float32.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec
+
+from gui_jax.models import sharding as shd
 
 PyTree = Any
-# loss_fn(params, batch, rng) -> (loss_sum, denominator, metrics dict of scalars)
+# loss_fn(params, batch, rng) -> (loss_sum, denominator, metrics dict of scalars or (sum, count) pairs)
 LossFn = Callable[[PyTree, dict, jax.Array], tuple[jax.Array, jax.Array, dict]]
+
+# Logical axes of the arrays `rl.batch.build_batch` emits that are not batch-first ([B, ...]).
+BATCH_LOGICAL_AXES: dict[str, Any] = {
+    "position_ids": (None, "batch", None),   # [3, B, L]
+    "pixel_values": ("batch", None),         # [N, D]: patches of all rows' images, in row order
+    "vision_layout": None,                   # host-computed index arrays of those images
+}
 
 
 @dataclasses.dataclass
@@ -65,57 +87,184 @@ def split_model(model: nnx.Module, trainable=nnx.Param):
     return graphdef, params, rest
 
 
+# ---------------------------------------------------------------------------------------------- shardings
+def cast_floating(tree: PyTree, dtype) -> PyTree:
+    """Every floating array of `tree` cast to `dtype` (ints, bools, keys untouched)."""
+    def cast(x):
+        return x.astype(dtype) if jnp.issubdtype(jnp.result_type(x), jnp.floating) else x
+    return jax.tree.map(cast, tree)
+
+
+def tree_shardings(tree: PyTree) -> Optional[PyTree]:
+    """The NamedShardings of a pytree's arrays (same structure), or None when any leaf is not a jax Array
+    placed with a NamedSharding (host arrays, single-device arrays: the unsharded path)."""
+    leaves = jax.tree.leaves(tree)
+    if not leaves or not all(isinstance(getattr(x, "sharding", None), NamedSharding) for x in leaves):
+        return None
+    return jax.tree.map(lambda x: x.sharding, tree)
+
+
+def mesh_of(shardings: PyTree):
+    leaves = jax.tree.leaves(shardings, is_leaf=lambda x: isinstance(x, NamedSharding))
+    return leaves[0].mesh if leaves else None
+
+
+def opt_state_shardings(optimizer: optax.GradientTransformation, params: PyTree, param_shardings: PyTree) -> PyTree:
+    """Shardings of `optimizer.init(params)`: every params-shaped sub-tree (Adam mu / nu) sharded like the
+    params, everything else (step counts) replicated. `params` may be abstract (ShapeDtypeStructs)."""
+    mesh = mesh_of(param_shardings)
+    abstract = jax.eval_shape(optimizer.init, params)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return optax.tree_map_params(optimizer, lambda _, s: s, abstract, param_shardings,
+                                 transform_non_params=lambda _: replicated,
+                                 is_leaf=lambda x: isinstance(x, NamedSharding))
+
+
 def init_train_state(params: PyTree, optimizer: optax.GradientTransformation, seed: int) -> TrainState:
-    return TrainState(step=0, params=params, opt_state=optimizer.init(params),
-                      rng=jax.random.key(seed))
+    """Fresh optimizer state; when `params` are sharded, the state is created directly in its shards."""
+    shardings = tree_shardings(params)
+    if shardings is None:
+        return TrainState(step=0, params=params, opt_state=optimizer.init(params), rng=jax.random.key(seed))
+    opt_state = jax.jit(optimizer.init, out_shardings=opt_state_shardings(optimizer, params, shardings))(params)
+    return TrainState(step=0, params=params, opt_state=opt_state, rng=jax.random.key(seed))
 
 
+def place_batch(batch: Mapping, mesh, rules=shd.DEFAULT_RULES,
+                logical_axes: Optional[Mapping[str, Any]] = None) -> dict:
+    """Host micro-batch → arrays on `mesh`: rows split over the 'batch' rule (data × fsdp axes), token
+    positions [3, B, L] split on their B axis, image patches [N, D] split on N (replicated when N does not
+    divide), the vision layout's index arrays replicated.
+    logical_axes: extra per-key overrides (see `sharding.shard_batch`)."""
+    axes = {**BATCH_LOGICAL_AXES, **dict(logical_axes or {})}
+    return shd.shard_batch(dict(batch), mesh, rules, {k: v for k, v in axes.items() if k in batch})
+
+
+# ---------------------------------------------------------------------------------------------- updater
 class Updater:
-    """Gradient accumulation over micro-batches + one optimizer update, all jitted.
+    """Gradient accumulation over micro-batches + one optimizer update, all jitted, no per-micro-batch sync.
 
-    `micro_grads(params, batch, rng)` → (grad of loss_sum, loss_sum, denom, metrics);
-    `apply(params, opt_state, grad_sum, denom)` → (params, opt_state, grad_norm).
+    `accumulate(acc, params, batch, rng)` → acc + (grad of loss_sum, loss_sum, denom, metric sums);
+    `apply(params, opt_state, acc)` → (params, opt_state, metrics) with grads = Σ grad / Σ denom.
     The input params and optimizer state are donated (updated in place): keep no other
     reference to them (copy a reference policy's params with `jax.tree.map(jnp.copy, ...)`).
+
+    compute_dtype: dtype the loss sees the floating params in (bf16 mixed precision); None = as stored.
+    rules: logical rules for activation constraints (`sharding.constrain`) while tracing on a mesh.
     """
 
-    def __init__(self, loss_fn: LossFn, optimizer: optax.GradientTransformation):
+    def __init__(self, loss_fn: LossFn, optimizer: optax.GradientTransformation, *,
+                 compute_dtype=None, rules=shd.DEFAULT_RULES):
         self.loss_fn = loss_fn
         self.optimizer = optimizer
+        self.compute_dtype = None if compute_dtype is None else jnp.dtype(compute_dtype)
+        self.rules = shd.DEFAULT_RULES if rules is None else rules
+        self.mesh = None
+        self._built_for: Any = "unbuilt"
+        self._param_shardings = None
+        self._metric_tree = None
 
-        def micro(params, batch, rng):
-            def f(p):
-                s, d, m = loss_fn(p, batch, rng)
-                return s, (d, m)
-            (s, (d, m)), g = jax.value_and_grad(f, has_aux=True)(params)
-            return g, s, d, m
+    # ----------------------------------------------------------------------------- pure functions
+    def micro_grads(self, params, batch, rng):
+        """(grads [like params, float32 for float32 params], loss_sum, denom, metrics) of one micro-batch."""
+        def f(p):
+            if self.compute_dtype is not None:
+                p = cast_floating(p, self.compute_dtype)
+            s, d, m = self.loss_fn(p, batch, rng)
+            return jnp.asarray(s, jnp.float32), (jnp.asarray(d, jnp.float32), m)
+        (s, (d, m)), g = jax.value_and_grad(f, has_aux=True)(params)
+        return g, s, d, m
 
-        def apply(params, opt_state, grad_sum, denom):
-            denom = jnp.maximum(denom, 1e-8)
-            grads = jax.tree.map(lambda g: g / denom, grad_sum)
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads)
+    def _accumulate(self, acc, params, batch, rng):
+        with self._activation_context():
+            g, s, d, m = self.micro_grads(params, batch, rng)
+        if self._param_shardings is not None:
+            g = jax.lax.with_sharding_constraint(g, self._param_shardings)
+        metrics = {k: _as_pair(v) for k, v in m.items()}
+        metrics = {k: (acc["metrics"][k][0] + v[0], acc["metrics"][k][1] + v[1]) for k, v in metrics.items()}
+        return {"grads": jax.tree.map(jnp.add, acc["grads"], g), "loss": acc["loss"] + s,
+                "denom": acc["denom"] + d, "metrics": metrics}
 
-        self._micro = jax.jit(micro)
-        self._apply = jax.jit(apply, donate_argnums=(0, 1))
+    def _apply(self, params, opt_state, acc):
+        denom = jnp.maximum(acc["denom"], 1e-8)
+        grads = jax.tree.map(lambda g: g / denom, acc["grads"])
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        metrics = {"loss": acc["loss"] / denom, "grad_norm": optax.tree.norm(grads), "tokens": acc["denom"]}
+        for k, (s, c) in acc["metrics"].items():
+            metrics[k] = jnp.where(c > 0, s / jnp.where(c > 0, c, 1.0), jnp.nan)
+        return optax.apply_updates(params, updates), opt_state, metrics
+
+    def _zeros(self, params):
+        metrics = {k: (jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32)) for k in self._metric_tree}
+        return {"grads": jax.tree.map(jnp.zeros_like, params), "loss": jnp.zeros((), jnp.float32),
+                "denom": jnp.zeros((), jnp.float32), "metrics": metrics}
+
+    def _activation_context(self):
+        import contextlib
+        return shd.activation_sharding(self.mesh, self.rules) if self.mesh is not None else contextlib.nullcontext()
+
+    # ----------------------------------------------------------------------------- jitted entry points
+    def build(self, param_shardings: Optional[PyTree], opt_shardings: Optional[PyTree] = None) -> None:
+        """(Re)creates the jitted functions for a params layout (None = unsharded, plain jit).
+
+        The jitted `accumulate_jit`, `apply_jit`, `zeros_jit` are what `step` runs and what
+        benchmarks/aot.py lowers for a TPU topology.
+        """
+        self._param_shardings = param_shardings
+        self.mesh = None if param_shardings is None else mesh_of(param_shardings)
+        if param_shardings is None:
+            self.zeros_jit = jax.jit(self._zeros)
+            self.accumulate_jit = jax.jit(self._accumulate, donate_argnums=(0,))
+            self.apply_jit = jax.jit(self._apply, donate_argnums=(0, 1))
+            return
+        rep = NamedSharding(self.mesh, PartitionSpec())
+        acc_sh = {"grads": param_shardings, "loss": rep, "denom": rep, "metrics": rep}
+        self.zeros_jit = jax.jit(self._zeros, out_shardings=acc_sh)
+        self.accumulate_jit = jax.jit(self._accumulate, donate_argnums=(0,), out_shardings=acc_sh)
+        self.apply_jit = jax.jit(self._apply, donate_argnums=(0, 1),
+                                 out_shardings=(param_shardings, opt_shardings, rep))
+
+    def metric_names(self, params, batch, rng) -> tuple[str, ...]:
+        """The loss's metric names (one abstract trace, cached)."""
+        if self._metric_tree is None:
+            out = jax.eval_shape(lambda p, b, r: self.loss_fn(p, b, r)[2], params, batch, rng)
+            self._metric_tree = tuple(out)
+        return self._metric_tree
+
+    def _ensure_built(self, state: TrainState) -> None:
+        shardings = tree_shardings(state.params)
+        key = None if shardings is None else (jax.tree.structure(shardings),
+                                              tuple((s.mesh, s.spec) for s in jax.tree.leaves(shardings)))
+        if key == self._built_for:
+            return
+        opt_sh = None if shardings is None else tree_shardings(state.opt_state)
+        if shardings is not None and opt_sh is None:
+            opt_sh = opt_state_shardings(self.optimizer, state.params, shardings)
+        self.build(shardings, opt_sh)
+        self._built_for = key
 
     def step(self, state: TrainState, micro_batches: Sequence[dict]) -> tuple[TrainState, dict]:
         """One optimizer step over `micro_batches` (one logical batch). Returns new state, metrics."""
         if not micro_batches:
             raise ValueError("Updater.step needs at least one micro-batch")
+        self._ensure_built(state)
         rng, step_rng = jax.random.split(state.rng)
-        grad_sum, loss_sum, denom, metric_sums = None, 0.0, 0.0, {}
+        if self.mesh is not None:
+            micro_batches = [place_batch(mb, self.mesh, self.rules) for mb in micro_batches]
+        self.metric_names(state.params, micro_batches[0], step_rng)
+        acc = self.zeros_jit(state.params)
         for i, mb in enumerate(micro_batches):
-            g, s, d, m = self._micro(state.params, mb, jax.random.fold_in(step_rng, i))
-            grad_sum = g if grad_sum is None else jax.tree.map(jnp.add, grad_sum, g)
-            loss_sum, denom = loss_sum + s, denom + d
-            for k, v in m.items():
-                # A metric is a scalar (averaged over micro-batches) or a (sum, count) pair.
-                v = (v, 1.0) if not isinstance(v, tuple) else v
-                acc = metric_sums.get(k, (0.0, 0.0))
-                metric_sums[k] = (acc[0] + float(v[0]), acc[1] + float(v[1]))
-        params, opt_state, gnorm = self._apply(state.params, state.opt_state, grad_sum, denom)
-        metrics = {"loss": float(loss_sum / jnp.maximum(denom, 1e-8)), "grad_norm": float(gnorm),
-                   "tokens": float(denom)}
-        metrics.update({k: s / c if c > 0 else float("nan") for k, (s, c) in metric_sums.items()})
+            acc = self.accumulate_jit(acc, state.params, mb, jax.random.fold_in(step_rng, i))
+        params, opt_state, metrics = self.apply_jit(state.params, state.opt_state, acc)
+        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}  # the one host sync per step
         return TrainState(state.step + 1, params, opt_state, rng), metrics
+
+
+def _as_pair(v) -> tuple[jax.Array, jax.Array]:
+    """A metric is a scalar (averaged over micro-batches) or a (sum, count) pair."""
+    if isinstance(v, tuple):
+        return jnp.asarray(v[0], jnp.float32), jnp.asarray(v[1], jnp.float32)
+    return jnp.asarray(v, jnp.float32), jnp.ones((), jnp.float32)
+
+
+__all__ = ["TrainState", "Updater", "make_optimizer", "split_model", "init_train_state", "place_batch",
+           "cast_floating", "tree_shardings", "opt_state_shardings", "BATCH_LOGICAL_AXES"]

@@ -110,3 +110,23 @@ def _worker() -> None:
 
 if __name__ == "__main__":
   _worker()
+
+
+def test_mesh_from_config_rule_tables_and_single_process_distributed(monkeypatch):
+  from gui_jax.train.config_blocks import mesh_block
+  cfg = mesh_block()
+  mesh = S.mesh_from_config(cfg)
+  assert mesh.axis_names == ("data", "fsdp", "tensor") and mesh.devices.size == len(S.jax.devices())
+  assert dict(S.mesh_from_config(cfg, role="sampler").shape) == dict(mesh.shape)  # sampler sizes 0 = same
+  with pytest.raises(ValueError, match="unknown mesh role"):
+    S.mesh_from_config(cfg, role="critic")
+  fsdp = S.rules_by_name("fsdp")
+  assert S.logical_to_spec(("embed", "mlp"), fsdp, _FakeMesh(data=1, fsdp=4, tensor=2), (128, 384)) == P("fsdp", None)
+  with pytest.raises(ValueError, match="unknown logical rule table 'tp'"):
+    S.rules_by_name("tp")
+  for var in ("JAX_NUM_PROCESSES", "TPU_WORKER_HOSTNAMES", "SLURM_NTASKS"):
+    monkeypatch.delenv(var, raising=False)
+  assert S.maybe_init_distributed("auto") is False  # one process: nothing to join
+  assert S.maybe_init_distributed("off") is False
+  with pytest.raises(ValueError, match="mesh.distributed must be"):
+    S.maybe_init_distributed("yes")

@@ -30,6 +30,7 @@ from flax import nnx
 from gui_jax.models.attention import attention
 from gui_jax.models.qwen2_5_vl.config import VisionConfig
 from gui_jax.models.qwen2_5_vl.layers import Linear, RMSNorm, apply_rope, remat_policy_fn, stack_modules
+from gui_jax.models.sharding import constrain
 
 _PAD_SEGMENT = -1  # segment id of padding patches (they attend only among themselves)
 
@@ -278,7 +279,9 @@ class VisionTower(nnx.Module):
     def to_window_order(a):
       return a.reshape(n // unit, unit, -1)[layout.window_index].reshape(n, -1)
 
-    x = to_window_order(x)
+    # patches split over the batch mesh axes: a whole batch of screenshots' activations (and the copies
+    # rematerialisation saves per block) must not sit on every chip
+    x = constrain(to_window_order(x), ("batch", None))
     cos, sin = self.rotary(jnp.asarray(layout.rot_pos))
     cos, sin = to_window_order(cos), to_window_order(sin)
     full_blocks = set(self.cfg.fullatt_block_indexes)
@@ -301,7 +304,7 @@ class VisionTower(nnx.Module):
 
     def block_fn(windowed):
       def run(p, h):
-        return nnx.merge(graphdef, p)(h, cos, sin, layout, windowed=windowed)
+        return constrain(nnx.merge(graphdef, p)(h, cos, sin, layout, windowed=windowed), ("batch", None))
       if self.remat:
         run = jax.checkpoint(run, policy=remat_policy_fn(self.remat_policy), prevent_cse=False)
       return run
