@@ -8,6 +8,16 @@ only the screenshot they need, for step-level datasets.
 
 An optional `index.json` in the root (written by `write_store_index`) caches the metadata; it is
 used only when it lists exactly the folders present and is newer than every episode.json.
+
+Bounded memory whatever the episode count (a 10k-episode run at 1092x2436 is ~100 GB of pixels):
+  store = write_episodes(generate_episodes(tasks, resolution), folder)   # streams: one episode in memory
+  episodes = store.lazy_episodes()   # Sequence[Episode]; each `Episode` holds actions and metadata, its
+                                     # observations are `StoredObservation`s that decode their screenshot (and
+                                     # UI tree) from disk on access, through a store-wide LRU of
+                                     # `screenshot_cache` images; nothing else is kept
+`write_episodes(iterable, folder)` writes each episode as the iterable yields it (folders 000000, 000001, ...,
+atomically per episode), then index.json, and returns the `EpisodeStore`. `store[i]` still loads a whole
+(eager) episode; `store.lazy(i)` is the lazy one.
 """
 from __future__ import annotations
 
@@ -18,9 +28,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, Union
 
-from gui_jax.core.serialize import (EpisodeFormatError, _obs_from_json, episode_dirs,
-                                    load_episode)
-from gui_jax.core.types import Action, ActionError, Episode, Observation
+import numpy as np
+
+from gui_jax.core.serialize import (EpisodeFormatError, _obs_from_json, _read_png, episode_dirs,
+                                    load_episode, save_episode)
+from gui_jax.core.types import Action, ActionError, Episode, Observation, UIElement
 
 INDEX_FILE = "index.json"
 INDEX_VERSION = 1
@@ -116,7 +128,8 @@ class EpisodeStore:
     """
 
     def __init__(self, root: Union[str, os.PathLike], *, use_index: bool = True,
-                 _metas: Optional[list[EpisodeMeta]] = None, _cache_size: int = 8):
+                 _metas: Optional[list[EpisodeMeta]] = None, _cache_size: int = 8,
+                 screenshot_cache: int = 8):
         self.root = Path(root)
         if _metas is None:
             folders = episode_dirs(self.root)
@@ -133,6 +146,10 @@ class EpisodeStore:
             self._id_to_index[m.episode_id] = i
         self._cache_size = _cache_size
         self._record_cache = functools.lru_cache(maxsize=_cache_size)(self._read_folder)
+        # Decoded screenshots of lazy observations, store-wide: memory is bounded by this count, not by how
+        # many lazy episodes / observations callers hold.
+        self.screenshot_cache = screenshot_cache
+        self._png_cache = functools.lru_cache(maxsize=max(screenshot_cache, 0))(self._decode_png)
 
     # -- grain RandomAccessDataSource protocol
     def __len__(self) -> int:
@@ -193,7 +210,7 @@ class EpisodeStore:
     # -- views
     def subset(self, indices: Sequence[int]) -> "EpisodeStore":
         return EpisodeStore(self.root, _metas=[self.meta(i) for i in indices],
-                            _cache_size=self._cache_size)
+                            _cache_size=self._cache_size, screenshot_cache=self.screenshot_cache)
 
     def filter(self, *, app=None, template=None, difficulty=None, ids=None,
                predicate: Optional[Callable[[EpisodeMeta], bool]] = None) -> "EpisodeStore":
@@ -206,7 +223,8 @@ class EpisodeStore:
             if all(s is None or getattr(m, k) in s for k, s in want.items()) and (
                     predicate is None or predicate(m)):
                 keep.append(m)
-        return EpisodeStore(self.root, _metas=keep, _cache_size=self._cache_size)
+        return EpisodeStore(self.root, _metas=keep, _cache_size=self._cache_size,
+                            screenshot_cache=self.screenshot_cache)
 
     # -- per-step access without decoding every screenshot
     def _read_folder(self, folder: str) -> dict:
@@ -239,3 +257,134 @@ class EpisodeStore:
         r = self.record(index)
         b = r["target_bboxes"][step]
         return (None if b is None else tuple(b)), r["step_instructions"][step]
+
+    # -- lazy episodes: screenshots decoded on access, never all in memory
+    def _decode_png(self, path: str):
+        return _read_png(Path(path))
+
+    def screenshot(self, index: int, step: int):
+        """The uint8 [H, W, 3] screenshot of observation `step` of episode `index` (store-wide LRU; read-only)."""
+        obs = self._obs_record(index, step)
+        try:
+            image = self._png_cache(str(self.path(index) / obs["screenshot"]))
+        except (KeyError, TypeError) as e:
+            raise EpisodeFormatError(f"{self.path(index) / 'episode.json'} observation {step}: "
+                                     f"bad screenshot field: {e}") from None
+        image.flags.writeable = False  # shared by every caller of the cache
+        return image
+
+    def _obs_record(self, index: int, step: int) -> dict:
+        obs = self.record(index)["observations"]
+        if not 0 <= step < len(obs):
+            raise IndexError(f"episode {self.meta(index).episode_id!r} has {len(obs)} observations; "
+                             f"asked for {step}")
+        return obs[step]
+
+    def lazy(self, index: int) -> Episode:
+        """Episode `index` with `StoredObservation`s (screenshots and UI trees read on access)."""
+        index = self._check(index)
+        r = self.record(index)
+        where = self.path(index) / "episode.json"
+        try:
+            actions = [Action.from_dict(a, where=f"{where} action {t}") for t, a in enumerate(r["actions"])]
+            return Episode(episode_id=r["episode_id"], goal=r["goal"],
+                           observations=[StoredObservation(self, index, t) for t in range(len(r["observations"]))],
+                           actions=actions, target_bboxes=[None if b is None else tuple(b) for b in r["target_bboxes"]],
+                           step_instructions=list(r["step_instructions"]), app=r.get("app", ""),
+                           template=r.get("template", ""), difficulty=r.get("difficulty", ""),
+                           info=dict(r.get("info", {})))
+        except ActionError as e:
+            raise EpisodeFormatError(str(e)) from None
+        except KeyError as e:
+            raise EpisodeFormatError(f"{where}: missing field {e}") from None
+
+    def lazy_episodes(self) -> "LazyEpisodes":
+        """A Sequence[Episode] view of the store built from `lazy(i)` (no pixels held)."""
+        return LazyEpisodes(self)
+
+
+class LazyEpisodes:
+    """Sequence of lazy episodes of an `EpisodeStore` (index, len, iterate); episodes are built on access."""
+
+    def __init__(self, store: EpisodeStore):
+        self.store = store
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.store.lazy(i) for i in range(*index.indices(len(self)))]
+        return self.store.lazy(index)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.store.lazy(i)
+
+    def __repr__(self) -> str:
+        return f"LazyEpisodes({self.store!r})"
+
+
+class StoredObservation(Observation):
+    """An `Observation` of a stored episode whose fields are read from disk on every access.
+
+    Holds only (store, episode index, step): the screenshot comes through the store's LRU of decoded images and
+    the UI tree from the store's record cache, so holding many of these costs no pixels. Pickling and copying
+    materialise a plain Observation.
+    """
+
+    def __init__(self, store: EpisodeStore, index: int, step: int):  # no dataclass __init__: nothing loaded
+        self._store, self._index, self._step = store, index, step
+
+    def _field(self, name: str):
+        try:
+            return self._store._obs_record(self._index, self._step)[name]
+        except KeyError:
+            raise EpisodeFormatError(f"{self._store.path(self._index) / 'episode.json'} observation "
+                                     f"{self._step}: missing field {name!r}") from None
+
+    screenshot = property(lambda self: self._store.screenshot(self._index, self._step))
+    ui_elements = property(lambda self: [UIElement.from_dict(e) for e in self._field("ui_elements")])
+    ui_xml = property(lambda self: self._field("ui_xml"))
+    current_app = property(lambda self: self._field("current_app"))
+    goal = property(lambda self: self._field("goal"))
+    screen_size = property(lambda self: tuple(int(v) for v in self._field("screen_size")))
+
+    def materialize(self) -> Observation:
+        return Observation(screenshot=np.array(self.screenshot), ui_elements=self.ui_elements, ui_xml=self.ui_xml,
+                           current_app=self.current_app, goal=self.goal, screen_size=self.screen_size)
+
+    def __reduce__(self):
+        m = self.materialize()
+        return (Observation, (m.screenshot, m.ui_elements, m.ui_xml, m.current_app, m.goal, m.screen_size))
+
+    def __repr__(self) -> str:
+        return f"StoredObservation({self._store.meta(self._index).episode_id!r}, step={self._step})"
+
+
+def write_episodes(episodes: Iterable[Episode], folder: Union[str, os.PathLike], *, overwrite: bool = False,
+                   on_written: Optional[Callable[[int, Episode], None]] = None,
+                   screenshot_cache: int = 8) -> EpisodeStore:
+    """Streams `episodes` to `folder/000000`, `folder/000001`, ... as the iterable yields them (one episode in
+    memory at a time), writes index.json, and returns the store.
+
+    A folder that already holds episodes is an error unless overwrite=True (then its episode folders and index
+    are removed first). on_written(i, episode) runs after each write (progress, manifests).
+    """
+    import shutil
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    existing = episode_dirs(root)
+    if existing and not overwrite:
+        raise FileExistsError(f"{root} already holds {len(existing)} episodes; pass overwrite=True to replace them")
+    for d in existing:
+        shutil.rmtree(d)
+    (root / INDEX_FILE).unlink(missing_ok=True)
+    count = 0
+    for count, ep in enumerate(episodes, start=1):
+        save_episode(ep, root / f"{count - 1:06d}")
+        if on_written is not None:
+            on_written(count - 1, ep)
+        del ep  # drop the reference before the generator builds the next one
+    write_store_index(root)
+    return EpisodeStore(root, screenshot_cache=screenshot_cache)

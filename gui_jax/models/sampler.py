@@ -20,6 +20,16 @@ Stop conditions: EOS ids and token-sequence stops are checked inside the jitted 
 on the host on decoded text between decode chunks of `stop_check_every` tokens (needs `detokenize`), and the
 row is cut after the token that completed the string (the string stays in the tokens and text).
 Weight sync: `sampler.update_weights(model_or_state)` swaps in new parameters without recompiling.
+Vision: the tower runs once per prompt batch inside prefill (each image's features once); decode steps never
+touch it. Image patches (and, inside `vision_layout`, window / frame blocks) are padded to buckets
+(`bucketed_vision_inputs`), so prompts with 1-3 screenshots of any size share a few programs.
+Chunked prefill (`prefill_chunk=C`): the prompt bucket is rounded up to a multiple of C and run through the
+cache C tokens at a time inside one `lax.fori_loop` (attention scores [B, heads, C, cache_len] instead of
+[B, heads, P, P]; one chunk body compiled, whatever the prompt length). Image features are computed once,
+before the loop, and each chunk splices the rows of its own image tokens.
+KV cache dtype (`cache_dtype`, e.g. 'bfloat16'): halves cache memory; attention still runs in the model's compute
+dtype. Under `sharding.activation_sharding(mesh)` the cache is constrained to logical axes
+('batch', 'kv_length', 'act_kv_heads', None), i.e. sharded over batch and kv heads by the mesh rules.
 Decode loop (`decode_impl`): 'while_loop' runs all steps in one jitted `lax.while_loop` (default; ~2x the
 tokens/s of 'python' for the tiny preset on CPU, where per-step dispatch dominates); 'python' calls a jitted
 single step with the decode state donated (in-place cache update); it was ~1.25x faster for a 50M model on a
@@ -36,16 +46,22 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from gui_jax.models import sharding
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.qwen2_5_vl.text import KVCache
 from gui_jax.models.qwen2_5_vl.vision import vision_layout as build_vision_layout
 from gui_jax.models.sampling import sample_tokens
 
-DEFAULT_PROMPT_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+# Powers of two and their 3/2 midpoints from 256 on (<= 33% padding; a 10k-token prompt pads to 12288, not 16384).
+DEFAULT_PROMPT_BUCKETS = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+                          16384, 24576, 32768)
 DEFAULT_NEW_TOKEN_BUCKETS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-# Image patch counts are padded to unit * b (unit = merge**2 patches): 4 buckets per octave (<= 19% waste).
-_PATCH_BUCKETS_UNITS = tuple(sorted({-(-f * 2 ** k // 4) for k in range(30) for f in (4, 5, 6, 7)}))
+# Image patch counts are padded to unit * b (unit = merge**2 patches): 4 buckets per octave (<= 19% waste) for
+# sampling; training batches use powers of two (fewer train-step programs, each far costlier to compile).
+PATCH_UNIT_BUCKETS = tuple(sorted({-(-f * 2 ** k // 4) for k in range(30) for f in (4, 5, 6, 7)}))
+PATCH_UNIT_BUCKETS_POW2 = tuple(2 ** k for k in range(30))
+_PATCH_BUCKETS_UNITS = PATCH_UNIT_BUCKETS
 
 
 @dataclasses.dataclass
@@ -83,6 +99,35 @@ def _bucket(n: int, buckets: Sequence[int], what: str) -> int:
   raise ValueError(f"{what} {n} exceeds the largest bucket {buckets[-1]}; pass larger buckets to Sampler")
 
 
+def bucketed_vision_inputs(pixel_values, image_grid_thw, vision_cfg,
+                           unit_buckets: Sequence[int] = _PATCH_BUCKETS_UNITS):
+  """(pixel_values padded to a patch bucket [N_b, D] float32, its VisionLayout).
+
+  The patch count N is padded to merge**2 * b, b from `unit_buckets` (4 per octave); the padded patches form
+  their own masked segment, and `vision_layout` then rounds its window / frame block counts up to buckets too,
+  so only the buckets, not the exact image count and sizes, select a compiled program.
+  """
+  grid = np.asarray(image_grid_thw).reshape(-1, 3)
+  pv = np.asarray(pixel_values, np.float32)
+  unit = vision_cfg.spatial_merge_size ** 2
+  n_patch = unit * _bucket(-(-pv.shape[0] // unit), unit_buckets, "image patches (merged units)")
+  pv = np.concatenate([pv, np.zeros((n_patch - pv.shape[0], pv.shape[1]), np.float32)])
+  return pv, build_vision_layout(grid, vision_cfg, pad_patches_to=n_patch)
+
+
+def _constrain_cache(cache: KVCache) -> KVCache:
+  """Pins the KV cache k / v ([layers,] B, S, kv_heads, head_dim) to ('batch', 'kv_length', 'act_kv_heads')
+  under an activation mesh (a no-op without one)."""
+  axes = ("batch", "kv_length", "act_kv_heads", None)
+
+  def pin(x):
+    if isinstance(x, (tuple, list)):
+      return type(x)(sharding.constrain(a, axes) for a in x)
+    return sharding.constrain(x, (None,) * (x.ndim - 4) + axes)
+  return dataclasses.replace(cache, k=pin(cache.k), v=pin(cache.v),
+                             valid=sharding.constrain(cache.valid, ("batch", "kv_length")))
+
+
 def _stop_seq_hit(tokens: jax.Array, step: jax.Array, stop_seqs: jax.Array) -> jax.Array:
   """tokens [B, T]; step [] = number of tokens written; stop_seqs [S, K] right-aligned, -1 = unused.
   Returns [B] bool: the last generated tokens end with one of the sequences."""
@@ -105,8 +150,15 @@ class Sampler:
                prompt_buckets: Sequence[int] = DEFAULT_PROMPT_BUCKETS,
                new_token_buckets: Sequence[int] = DEFAULT_NEW_TOKEN_BUCKETS,
                batch_buckets: Sequence[int] = DEFAULT_BATCH_BUCKETS, decode_impl: str = "while_loop",
-               stop_check_every: int = 16, banned_ids: Sequence[int] | None = None):
+               stop_check_every: int = 16, banned_ids: Sequence[int] | None = None,
+               prefill_chunk: int | None = None, cache_dtype: str | None = None):
+    """prefill_chunk: run prompts longer than this through the cache in chunks of this many tokens (None: one
+    pass). cache_dtype: KV cache dtype (None: the model's compute dtype), e.g. 'bfloat16'."""
     cfg = model.cfg
+    if prefill_chunk is not None and int(prefill_chunk) < 1:
+      raise ValueError(f"prefill_chunk must be >= 1 or None, got {prefill_chunk}")
+    self.prefill_chunk = None if prefill_chunk is None else int(prefill_chunk)
+    self.cache_dtype = None if cache_dtype is None else jnp.dtype(cache_dtype).name
     if eos_ids is None:
       eos_ids = [cfg.text.eos_token_id]
     self.eos_ids = tuple(int(e) for e in (eos_ids if isinstance(eos_ids, (list, tuple)) else [eos_ids])
@@ -163,6 +215,8 @@ class Sampler:
       raise ValueError("no prompts given")
     bb = _bucket(n, self.batch_buckets, "batch size")
     p = _bucket(max(len(r) for r in rows), self.prompt_buckets, "prompt length")
+    if self.prefill_chunk and p > self.prefill_chunk:
+      p = -(-p // self.prefill_chunk) * self.prefill_chunk  # whole chunks
     ids = np.full((bb, p), self.pad_id, np.int32)
     mask = np.zeros((bb, p), bool)
     for i in range(bb):
@@ -195,18 +249,14 @@ class Sampler:
     if pixel_values is not None:
       if grid is None:
         raise ValueError("pixel_values given without image_grid_thw")
-      pv = np.asarray(pixel_values)
-      unit = self.cfg.vision.spatial_merge_size ** 2
-      n_patch = _bucket(pv.shape[0], [unit * b for b in _PATCH_BUCKETS_UNITS],
-                        "image patches")
-      pv = np.concatenate([pv, np.zeros((n_patch - pv.shape[0], pv.shape[1]), pv.dtype)])
-      layout = build_vision_layout(grid, self.cfg.vision, pad_patches_to=n_patch)
+      pv, layout = bucketed_vision_inputs(pixel_values, grid, self.cfg.vision)
 
     stop_seqs = jnp.asarray(_stop_seq_array(stop_token_sequences))
     rng = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), self._banned)
+    chunk = self.prefill_chunk if self.prefill_chunk and p > self.prefill_chunk else None
     dstate = _prefill_jit(self.graphdef, self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings,
-                          stop_seqs, self._eos, cache_len=p + t)
+                          stop_seqs, self._eos, cache_len=p + t, chunk=chunk, cache_dtype=self.cache_dtype)
 
     limit = int(max_new_tokens)
     stop_at = np.full((bb,), -1, np.int64)  # length cut by a stop string, -1 = none
@@ -310,19 +360,55 @@ def _emit(dstate: DecodeState, logits: jax.Array, settings, stop_seqs: jax.Array
                      lengths=jnp.where(active, col + 1, dstate.lengths), step=col + 1, rng=rng)
 
 
+def _prefill_chunks(model, ids, mask, pos, features, cache: KVCache, last_index, chunk: int):
+  """Runs ids / mask [B, P], pos [3, B, P] (P a multiple of `chunk`) through `cache` chunk by chunk.
+
+  features [M, H] or None: image features of the whole batch in row-major image-token order; each chunk gets
+  the rows of its own image tokens. Returns (cache, hidden [B, H] at last_index [B])."""
+  b, p = ids.shape
+  image_id = model.cfg.image_token_id
+  if features is not None:
+    is_image = ids == image_id
+    feature_index = (jnp.cumsum(is_image.reshape(-1)) - 1).reshape(b, p)   # [B, P] row-major image-token rank
+
+  def body(c, carry):
+    cache, h_last = carry
+    start = c * chunk
+    sl = lambda a, axis: jax.lax.dynamic_slice_in_dim(a, start, chunk, axis=axis)
+    ids_c, kw = sl(ids, 1), {}
+    if features is not None:
+      # The chunk's k-th image token (row-major) takes features[feature_index of that token].
+      (where,) = jnp.nonzero((ids_c == image_id).reshape(-1), size=b * chunk, fill_value=0)
+      kw["image_features"] = features[jnp.clip(sl(feature_index, 1).reshape(-1)[where], 0, features.shape[0] - 1)]
+    out = model(ids_c, attention_mask=sl(mask, 1), position_ids=sl(pos, 2), cache=cache, compute_logits=False,
+                **kw)
+    local = jnp.clip(last_index - start, 0, chunk - 1)
+    h = jnp.take_along_axis(out.last_hidden_state, local[:, None, None], axis=1)[:, 0]
+    here = (last_index >= start) & (last_index < start + chunk)
+    return _constrain_cache(out.cache), jnp.where(here[:, None], h.astype(h_last.dtype), h_last)
+
+  h0 = jnp.zeros((b, model.cfg.text.hidden_size), jnp.dtype(model.cfg.dtype))
+  return jax.lax.fori_loop(0, p // chunk, body, (cache, h0))
+
+
 def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng, settings, stop_seqs, eos, *,
-             cache_len: int) -> DecodeState:
+             cache_len: int, chunk: int | None = None, cache_dtype: str | None = None) -> DecodeState:
   """ids / mask [B, P], pos [3, B, P]: runs the prompt into a fresh cache and samples the first token."""
   model = nnx.merge(graphdef, state)
   b, p = ids.shape
-  cache = model.init_cache(b, cache_len)
-  out = model(ids, attention_mask=mask, pixel_values=pixel_values, position_ids=pos, cache=cache,
-              vision_layout=layout, compute_logits=False)
+  cache = _constrain_cache(model.init_cache(b, cache_len, dtype=cache_dtype))
   last_index = p - 1 - jnp.argmax(mask[:, ::-1], axis=1)           # last valid column per row (any padding)
-  h_last = jnp.take_along_axis(out.last_hidden_state, last_index[:, None, None], axis=1)[:, 0]
+  if chunk is None:
+    out = model(ids, attention_mask=mask, pixel_values=pixel_values, position_ids=pos, cache=cache,
+                vision_layout=layout, compute_logits=False)
+    cache = _constrain_cache(out.cache)
+    h_last = jnp.take_along_axis(out.last_hidden_state, last_index[:, None, None], axis=1)[:, 0]
+  else:
+    features = None if pixel_values is None else model.image_features(pixel_values, layout)
+    cache, h_last = _prefill_chunks(model, ids, mask, pos, features, cache, last_index, chunk)
   logits = model.logits_from_hidden(h_last)
   t = cache_len - p
-  dstate = DecodeState(cache=out.cache, tokens=jnp.zeros((b, t), jnp.int32),
+  dstate = DecodeState(cache=cache, tokens=jnp.zeros((b, t), jnp.int32),
                        logprobs=jnp.zeros((b, t), jnp.float32), last=jnp.zeros((b,), jnp.int32),
                        done=jnp.arange(b) >= n_real, stopped_by=jnp.zeros((b,), jnp.int32),
                        lengths=jnp.zeros((b,), jnp.int32), step=jnp.zeros((), jnp.int32), rng=rng)
@@ -334,7 +420,7 @@ def _decode_step(graphdef, state, dstate: DecodeState, settings, stop_seqs, eos)
   model = nnx.merge(graphdef, state)
   b = dstate.last.shape[0]
   out = model(dstate.last[:, None], attention_mask=jnp.ones((b, 1), bool), cache=dstate.cache)
-  dstate = dataclasses.replace(dstate, cache=out.cache)
+  dstate = dataclasses.replace(dstate, cache=_constrain_cache(out.cache))
   return _emit(dstate, out.logits[:, -1], settings, stop_seqs, eos)
 
 
@@ -346,6 +432,6 @@ def _decode_loop(graphdef, state, dstate: DecodeState, until, settings, stop_seq
 
 
 # The decode state (KV cache included) is donated: updated in place, no copy per call.
-_prefill_jit = jax.jit(_prefill, static_argnums=(0,), static_argnames=("cache_len",))
+_prefill_jit = jax.jit(_prefill, static_argnums=(0,), static_argnames=("cache_len", "chunk", "cache_dtype"))
 _decode_step_jit = jax.jit(_decode_step, static_argnums=(0,), donate_argnums=(2,))
 _decode_loop_jit = jax.jit(_decode_loop, static_argnums=(0,), donate_argnums=(2,))

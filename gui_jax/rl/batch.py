@@ -1,17 +1,33 @@
 """Batch builder: trained steps (prompt + response token ids, images) → padded model inputs.
 
-One row per trained step: the prompt holds the goal, the history (as the policy wrote it or as
-patched) and the observation; only that step's response tokens are trained (loss mask). Rows are
-right-padded to a length bucket; images of all rows are concatenated in row order and padded to a
-patch bucket so a few shapes cover a whole run (no recompilation per batch).
+One trained step = one *segment*: the prompt holds the goal, the history (as the policy wrote it or
+as patched) and the observation; only that step's response tokens are trained (loss mask).
+
+Unpacked (default): one segment per row, rows right-padded to a length bucket.
+Packed (`packing=True`, `row_length`): several segments per row (first-fit decreasing by length, a
+segment never split); every segment keeps its own M-RoPE positions (starting at 0, as if alone), its
+own loss mask / advantages / old and ref logprobs, and a distinct `segment_ids` value so attention
+never crosses segments (the model's `segment_ids` argument). Losses are sums over tokens, so a packed
+batch gives the same per-step losses as the unpacked one (tests/rl/test_packing.py).
+
+Shape buckets (so a run compiles a bounded number of programs): row length (`length_buckets`; a
+packed row is padded to the bucket of its fullest row, at most `row_length` unless one step alone is
+longer), response tokens per row (`RESPONSE_BUCKETS`), rows (`rows=`, or `row_buckets` when rows is
+None), image patches (`bucketed_vision_inputs`: merge**2 · 2^k patches; the vision layout then
+buckets its window and frame block counts; padded patches and blocks are masked).
 
 Arrays (B rows, L tokens; position k holds token k and its log-prob given tokens < k):
   input_ids, attention_mask, loss_mask, step_ids [B, L]; advantages, old_logp, ref_logp [B, L];
-  position_ids [3, B, L]; pixel_values [N, D] (+ vision_layout) when images are present.
+  position_ids [3, B, L]; target_positions, target_valid [B, R] (response tokens through the LM head);
+  segment_ids [B, L] int32 (packed batches only; 1.. per row, 0 = padding);
+  pixel_values [N, D] + vision_layout when images are present (images in row, then segment order).
+step_ids = index of the segment within its row on its response tokens, −1 elsewhere (the losses'
+per-step grouping).
 """
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Optional, Sequence
 
 import jax
@@ -19,10 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
-from gui_jax.models.qwen2_5_vl.vision import vision_layout as build_vision_layout
+from gui_jax.models.sampler import PATCH_UNIT_BUCKETS_POW2, bucketed_vision_inputs
 
-DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192)
-RESPONSE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+                          12288, 16384)
+RESPONSE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+DEFAULT_ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 @dataclasses.dataclass
@@ -51,6 +69,10 @@ class TrainSample:
     def __len__(self):
         return self.prompt_ids.size + self.response_ids.size
 
+    @property
+    def num_images(self) -> int:
+        return 0 if self.image_grid_thw is None else int(np.asarray(self.image_grid_thw).reshape(-1, 3).shape[0])
+
 
 def bucket(n: int, buckets: Sequence[int], what: str) -> int:
     for b in sorted(buckets):
@@ -59,64 +81,122 @@ def bucket(n: int, buckets: Sequence[int], what: str) -> int:
     raise ValueError(f"{what} {n} exceeds the largest bucket {max(buckets)}; raise the bucket list")
 
 
+def pack_rows(samples: Sequence[TrainSample], row_length: int) -> list[list[int]]:
+    """First-fit decreasing: sample indices grouped into rows of at most `row_length` tokens.
+
+    Deterministic (ties by index); a sample longer than row_length gets a row of its own.
+    """
+    if row_length < 1:
+        raise ValueError(f"row_length must be >= 1, got {row_length}")
+    order = sorted(range(len(samples)), key=lambda i: (-len(samples[i]), i))
+    rows: list[list[int]] = []
+    fill: list[int] = []
+    for i in order:
+        n = len(samples[i])
+        for r, used in enumerate(fill):
+            if used + n <= row_length:
+                rows[r].append(i)
+                fill[r] += n
+                break
+        else:
+            rows.append([i])
+            fill.append(n)
+    return rows
+
+
 def build_batch(samples: Sequence[TrainSample], model_cfg, *, pad_id: int,
                 length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS,
-                rows: Optional[int] = None, truncate_prompt_to: Optional[int] = None) -> dict:
+                rows: Optional[int] = None, truncate_prompt_to: Optional[int] = None,
+                packing: bool = False, row_length: Optional[int] = None,
+                row_buckets: Optional[Sequence[int]] = None) -> dict:
     """Pads `samples` into one batch (numpy arrays + optional VisionLayout).
 
-    rows: pad the batch to this many rows (filler rows have an all-zero loss mask).
+    rows: pad the batch to this many rows (filler rows have an all-zero loss mask); None: one row
+    per (packed) row, rounded up to `row_buckets` when given.
+    packing: several samples per row (needs row_length; see the module docstring).
+    truncate_prompt_to: accepted for compatibility; prompts are never truncated here.
     """
+    del truncate_prompt_to
     if not samples:
         raise ValueError("build_batch needs at least one sample")
-    n_rows = rows or len(samples)
-    if n_rows < len(samples):
-        raise ValueError(f"{len(samples)} samples do not fit in {n_rows} rows")
-    longest = max(len(s) for s in samples)
-    length = bucket(longest, length_buckets, "sequence length")
+    if packing:
+        if not row_length:
+            raise ValueError("packing=True needs row_length (tokens per packed row)")
+        groups = [[samples[i] for i in g] for g in pack_rows(samples, bucket(row_length, length_buckets,
+                                                                              "row_length"))]
+    else:
+        groups = [[s] for s in samples]
+    return build_rows(groups, model_cfg, pad_id=pad_id, length_buckets=length_buckets, rows=rows,
+                      row_buckets=row_buckets, with_segment_ids=packing)
+
+
+def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: int,
+               length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS, rows: Optional[int] = None,
+               row_buckets: Optional[Sequence[int]] = None, with_segment_ids: bool = True) -> dict:
+    """One batch row per group; the group's samples are the row's segments, in order."""
+    if not groups or any(not g for g in groups):
+        raise ValueError("build_rows needs at least one row and no empty rows")
+    if rows is None:
+        rows = bucket(len(groups), row_buckets, "rows") if row_buckets else len(groups)
+    n_rows = rows
+    if n_rows < len(groups):
+        raise ValueError(f"{len(groups)} rows of samples do not fit in {n_rows} rows")
+    fills = [sum(len(s) for s in g) for g in groups]
+    length = bucket(max(fills), length_buckets, "sequence length")
     ids = np.full((n_rows, length), pad_id, np.int32)
     attn = np.zeros((n_rows, length), bool)
+    seg = np.zeros((n_rows, length), np.int32)
+    pos = np.zeros((3, n_rows, length), np.int32)
     loss_mask = np.zeros((n_rows, length), np.float32)
     step_ids = np.full((n_rows, length), -1, np.int32)
     adv = np.zeros((n_rows, length), np.float32)
     old = np.zeros((n_rows, length), np.float32)
     ref = np.zeros((n_rows, length), np.float32)
-    pixels, grids = [], []
-    for i, s in enumerate(samples):
-        p, r = s.prompt_ids.size, s.response_ids.size
-        ids[i, :p] = s.prompt_ids
-        ids[i, p:p + r] = s.response_ids
-        attn[i, :p + r] = True
-        loss_mask[i, p:p + r] = 1.0
-        step_ids[i, p:p + r] = 0  # one trained step per row
-        adv[i, p:p + r] = s.advantage
-        if s.old_logprobs is not None:
-            old[i, p:p + r] = s.old_logprobs
-        if s.ref_logprobs is not None:
-            ref[i, p:p + r] = s.ref_logprobs
-        if s.pixel_values is not None:
-            pixels.append(np.asarray(s.pixel_values, np.float32))
-            grids.append(np.asarray(s.image_grid_thw).reshape(-1, 3))
-    for i in range(len(samples), n_rows):
-        attn[i, 0] = True  # filler row: one pad token so every row has a valid position
-    # Response token positions per row: the LM head only runs where a loss is taken.
-    resp_len = bucket(max(s.response_ids.size for s in samples), RESPONSE_BUCKETS, "response length")
+    resp_tokens = [sum(s.response_ids.size for s in g) for g in groups]
+    resp_len = bucket(max(resp_tokens), RESPONSE_BUCKETS, "response tokens per row")
     target_pos = np.zeros((n_rows, resp_len), np.int32)
     target_valid = np.zeros((n_rows, resp_len), bool)
-    for i, s in enumerate(samples):
-        p, r = s.prompt_ids.size, s.response_ids.size
-        target_pos[i, :r] = np.arange(p, p + r)
-        target_valid[i, :r] = True
-    grid = np.concatenate(grids) if grids else None
-    pos, _ = get_rope_index(ids, grid, attn, model_cfg)
+    pixels, grids = [], []
+    for i, group in enumerate(groups):
+        at, r_at = 0, 0  # next free column; next free target slot
+        for k, s in enumerate(group):
+            p, r = s.prompt_ids.size, s.response_ids.size
+            sl, resp = slice(at, at + p + r), slice(at + p, at + p + r)
+            ids[i, at:at + p] = s.prompt_ids
+            ids[i, resp] = s.response_ids
+            attn[i, sl] = True
+            seg[i, sl] = k + 1
+            loss_mask[i, resp] = 1.0
+            step_ids[i, resp] = k
+            adv[i, resp] = s.advantage
+            if s.old_logprobs is not None:
+                old[i, resp] = s.old_logprobs
+            if s.ref_logprobs is not None:
+                ref[i, resp] = s.ref_logprobs
+            grid = None
+            if s.pixel_values is not None:
+                grid = np.asarray(s.image_grid_thw).reshape(-1, 3)
+                pixels.append(np.asarray(s.pixel_values, np.float32))
+                grids.append(grid)
+            # Each segment's own M-RoPE positions, as if it were alone in its row.
+            seg_pos, _ = get_rope_index(ids[i:i + 1, sl], grid, None, model_cfg)
+            pos[:, i, sl] = seg_pos[:, 0]
+            target_pos[i, r_at:r_at + r] = np.arange(at + p, at + p + r)
+            target_valid[i, r_at:r_at + r] = True
+            at, r_at = at + p + r, r_at + r
+    for i in range(len(groups), n_rows):
+        attn[i, 0] = True  # filler row: one pad token so every row has a valid position
+        seg[i, 0] = 1
     batch = {"input_ids": ids, "attention_mask": attn, "loss_mask": loss_mask, "step_ids": step_ids,
              "target_positions": target_pos, "target_valid": target_valid,
-             "advantages": adv, "old_logp": old, "ref_logp": ref, "position_ids": pos.astype(np.int32)}
+             "advantages": adv, "old_logp": old, "ref_logp": ref, "position_ids": pos}
+    if with_segment_ids:
+        batch["segment_ids"] = seg
     if pixels:
-        pv = np.concatenate(pixels)
-        unit = model_cfg.vision.spatial_merge_size ** 2
-        n_patch = bucket(pv.shape[0], [unit * 2 ** k for k in range(40)], "image patches")
-        batch["pixel_values"] = np.concatenate([pv, np.zeros((n_patch - pv.shape[0], pv.shape[1]), np.float32)])
-        batch["vision_layout"] = build_vision_layout(grid, model_cfg.vision, pad_patches_to=n_patch)
+        pv, layout = bucketed_vision_inputs(np.concatenate(pixels), np.concatenate(grids), model_cfg.vision,
+                                            unit_buckets=PATCH_UNIT_BUCKETS_POW2)
+        batch["pixel_values"] = pv
+        batch["vision_layout"] = layout
     return batch
 
 
@@ -134,6 +214,35 @@ def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int,
     return [ordered[i:i + micro_batch_size] for i in range(0, len(ordered), micro_batch_size)]
 
 
+def make_micro_batches(samples: Sequence[TrainSample], model_cfg, *, pad_id: int, micro_batch_size: int,
+                       packing: bool = False, row_length: Optional[int] = None,
+                       length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS) -> list[dict]:
+    """The micro-batches of one logical batch, each with exactly `micro_batch_size` rows.
+
+    Unpacked: `micro_batch_size` samples per micro-batch (length-sorted). Packed: samples are packed
+    into rows of `row_length` tokens, then `micro_batch_size` rows per micro-batch.
+    """
+    if micro_batch_size < 1:
+        raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+    if not packing:
+        return [build_batch(mb, model_cfg, pad_id=pad_id, rows=micro_batch_size, length_buckets=length_buckets)
+                for mb in split_micro_batches(samples, micro_batch_size)]
+    if not row_length:
+        raise ValueError("packing=True needs row_length (tokens per packed row)")
+    row_length = bucket(row_length, length_buckets, "row_length")
+    groups = [[samples[i] for i in g] for g in pack_rows(samples, row_length)]
+    groups.sort(key=lambda g: sum(len(s) for s in g))  # similar fills share a micro-batch
+    return [build_rows(groups[i:i + micro_batch_size], model_cfg, pad_id=pad_id, rows=micro_batch_size,
+                       length_buckets=length_buckets)
+            for i in range(0, len(groups), micro_batch_size)]
+
+
+def shape_key(batch: dict) -> tuple:
+    """The array shapes that select a compiled program for `batch` (sorted (path, shape) pairs)."""
+    flat = jax.tree_util.tree_flatten_with_path(batch)[0]
+    return tuple(sorted((jax.tree_util.keystr(p), tuple(np.shape(v))) for p, v in flat))
+
+
 @jax.jit
 def token_logprobs(logits: jax.Array, input_ids: jax.Array) -> jax.Array:
     """logits [B, L, V], input_ids [B, L] → logp [B, L]: logp[:, k] = log p(ids[:, k] | ids[:, :k]),
@@ -143,16 +252,30 @@ def token_logprobs(logits: jax.Array, input_ids: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.zeros_like(picked[:, :1]), picked], axis=1)
 
 
+def _accepts_segment_ids(model) -> bool:
+    try:
+        return "segment_ids" in inspect.signature(type(model).__call__).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def model_forward_logprobs(model, batch: dict) -> tuple[jax.Array, jax.Array]:
     """(token logprobs [B, L], target logits [B, R, V]) on a batch from `build_batch`.
 
     Only the R target (response) positions go through the LM head: logits at position k − 1
     score token k. logp is scattered back to [B, L] (0 elsewhere); target logits row r scores
-    the token at target_positions[:, r].
+    the token at target_positions[:, r]. Packed batches (with segment_ids) need a model whose
+    __call__ takes `segment_ids`.
     """
+    kw = {}
+    if "segment_ids" in batch:
+        if not _accepts_segment_ids(model):
+            raise ValueError(f"a packed batch (segment_ids) needs a model whose __call__ takes segment_ids; "
+                             f"{type(model).__name__} does not: build the batch with packing=False")
+        kw["segment_ids"] = batch["segment_ids"]
     out = model(batch["input_ids"], attention_mask=batch["attention_mask"],
                 pixel_values=batch.get("pixel_values"), position_ids=batch["position_ids"],
-                vision_layout=batch.get("vision_layout"), compute_logits=False)
+                vision_layout=batch.get("vision_layout"), compute_logits=False, **kw)
     pos = jnp.asarray(batch["target_positions"])
     valid = jnp.asarray(batch["target_valid"])
     hidden = jnp.take_along_axis(out.last_hidden_state, jnp.maximum(pos - 1, 0)[..., None], axis=1)

@@ -1,4 +1,9 @@
-"""`Policy` backed by our Flax Qwen2.5-VL: chat template → tokens/patches → jitted sampler."""
+"""`Policy` backed by our Flax Qwen2.5-VL: chat template → tokens/patches → jitted sampler.
+
+Shapes are bucketed by the sampler (batch, prompt length, new tokens, image patches / vision blocks), so a
+rollout compiles one prefill and one decode program per bucket visited. Long prompts: `prefill_chunk`
+runs them through the KV cache in fixed-size chunks; `cache_dtype='bfloat16'` halves the cache.
+"""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -16,7 +21,8 @@ class JaxPolicy:
 
     def __init__(self, model, tokenizer, image_processor: ImageProcessor, *, max_new_tokens: int = 48,
                  batch_size: int = 32, top_p: float = 1.0, top_k: int = 0,
-                 default_system: Optional[str] = None, max_prompt_tokens: int = 8192):
+                 default_system: Optional[str] = None, max_prompt_tokens: int = 8192,
+                 prefill_chunk: Optional[int] = None, cache_dtype: Optional[str] = None):
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.max_new_tokens = max_new_tokens
@@ -26,7 +32,8 @@ class JaxPolicy:
         self.max_prompt_tokens = max_prompt_tokens
         self.end_id = tokenizer.im_end_id
         self.sampler = Sampler(model, eos_ids=[tokenizer.im_end_id, tokenizer.eos_id],
-                               pad_id=tokenizer.pad_id, detokenize=tokenizer.decode)
+                               pad_id=tokenizer.pad_id, detokenize=tokenizer.decode,
+                               prefill_chunk=prefill_chunk or None, cache_dtype=cache_dtype or None)
         self.model_cfg = model.cfg
 
     def update_weights(self, model_or_state) -> None:

@@ -2,6 +2,11 @@
 
 The job that writes them to disk is gui_jax/jobs/generate_episodes.py.
 
+Bounded memory: `generate_episodes` is a generator that renders one episode at a time and keeps no
+reference to it; stream it straight to disk with `gui_jax.data.episode_store.write_episodes(
+generate_episodes(tasks, resolution), folder)` and read it back lazily (`store.lazy_episodes()`), so
+host memory stays at about one episode whatever the count (tests/tasks/test_streaming.py).
+
 Actions and target bboxes are in logical screen pixels (Observation.screen_size = 1080x2400);
 screenshots are rendered at `config.resolution`. Each episode folder also records the task
 metadata in `Episode.info`; the job writes `manifest.json` (split report + task list) beside them.
@@ -54,8 +59,9 @@ def generate_episode(task: Task, sim: PhoneSim, final_observation: bool = True) 
 
 
 def generate_episodes(tasks: Iterable[Task], resolution=(540, 1200), progress: bool = False) -> Iterator[Episode]:
+    """Yields one oracle episode per task, in order, rendering each only when it is asked for."""
     sim = PhoneSim(render=True, resolution=tuple(resolution), max_steps=200)
-    tasks = list(tasks)
+    tasks = list(tasks)  # task descriptions only (no pixels)
     it = tasks
     if progress:
         from tqdm import tqdm

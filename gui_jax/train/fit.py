@@ -3,16 +3,26 @@
 Each step draws one logical batch from a Grain iterator, splits it into micro-batches, applies
 one exact accumulated update, logs, and checkpoints {params, optimizer, step, rng} plus the
 iterator state, so a killed run resumes with the same data order and the same final params.
+
+Preemption (TPU maintenance, spot VMs, Kubernetes eviction send SIGTERM): `fit` and the RL loop install
+a SIGTERM handler that only sets a flag; after the step in flight they save a checkpoint at the step
+reached and raise `Preempted`, a `SystemExit` with code PREEMPTED_EXIT_CODE (143 = 128 + SIGTERM, the
+code schedulers read as "terminated, restart me"). Re-running the same command resumes from it.
+
+Packing (`packing=True`, `row_length`): several trained steps per row (gui_jax/rl/batch.py); the
+micro-batch then holds `micro_batch_size` packed rows.
 """
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from typing import Callable, Iterator, Optional, Sequence
 
 from absl import logging
 from tqdm.auto import tqdm
 
-from gui_jax.rl.batch import TrainSample, build_batch, split_micro_batches
+from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, TrainSample, make_micro_batches
 from gui_jax.train.checkpoint import Checkpointer
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.state import TrainState, Updater, init_train_state
@@ -22,12 +32,63 @@ class StopRequested(RuntimeError):
     """Raised by the `stop_after_steps` knob (used to test kill-and-resume)."""
 
 
+PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM
+_SIGTERM = threading.Event()
+_INSTALLED = threading.Lock()
+_installed = False
+
+
+class Preempted(SystemExit):
+    """SIGTERM arrived: a checkpoint at the step reached was written; the process exits with code 143."""
+
+    def __init__(self, message: str):
+        super().__init__(PREEMPTED_EXIT_CODE)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def install_sigterm_handler() -> bool:
+    """Makes SIGTERM set a flag (read by `sigterm_requested`) instead of killing the process.
+
+    Idempotent; returns False where a handler cannot be installed (not the main thread).
+    """
+    global _installed
+    with _INSTALLED:
+        if _installed:
+            return True
+        if threading.current_thread() is not threading.main_thread():
+            return False
+
+        def on_sigterm(signum, frame):
+            _SIGTERM.set()
+            logging.warning("SIGTERM: finishing the current step, then checkpointing and exiting")
+        signal.signal(signal.SIGTERM, on_sigterm)
+        _installed = True
+        return True
+
+
+def sigterm_requested() -> bool:
+    return _SIGTERM.is_set()
+
+
+def clear_sigterm() -> None:
+    """Forgets a received SIGTERM (tests, or a caller that handled it)."""
+    _SIGTERM.clear()
+
+
 def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, num_steps: int,
         workdir: str, logger: Optional[MetricsLogger], prefix: str, micro_batch_size: int,
         seed: int = 0, checkpoint_every: int = 50, stop_after_steps: Optional[int] = None,
         on_step: Optional[Callable[[int, dict], None]] = None,
-        length_buckets: Optional[Sequence[int]] = None) -> TrainState:
-    """Runs (or resumes) `num_steps` updates of agent.params; returns the final state."""
+        length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
+        row_length: Optional[int] = None) -> TrainState:
+    """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
+
+    On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
+    """
+    install_sigterm_handler()
     ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=checkpoint_every)
     # A copy: the updater donates (consumes) its params, and agent.params must stay valid.
     state = init_train_state(agent.copy_params(), updater.optimizer, seed)
@@ -36,18 +97,23 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         state, extra = restored
         data_iter.set_state(extra["data"])
         logging.info("%s: resumed at step %d", prefix, state.step)
-    kw = {} if length_buckets is None else {"length_buckets": length_buckets}
+    buckets = DEFAULT_LENGTH_BUCKETS if length_buckets is None else tuple(length_buckets)
     pbar = tqdm(total=num_steps, initial=state.step, desc=prefix, dynamic_ncols=True, leave=False)
     steps_this_run = 0
     while state.step < num_steps:
+        if sigterm_requested():
+            ckpt.save(state, {"data": data_iter.get_state()}, force=True)
+            ckpt.close()
+            pbar.close()
+            raise Preempted(f"{prefix}: SIGTERM; checkpoint saved at step {state.step} in {ckpt.directory}")
         if stop_after_steps is not None and steps_this_run >= stop_after_steps:
             ckpt.save(state, {"data": data_iter.get_state()}, force=True)
             ckpt.close()
             raise StopRequested(f"{prefix}: stopped after {steps_this_run} steps as configured")
         samples = next(data_iter)
-        rows = micro_batch_size
-        micro = [build_batch(mb, agent.model_config, pad_id=agent.tokenizer.pad_id, rows=rows, **kw)
-                 for mb in split_micro_batches(samples, micro_batch_size)]
+        micro = make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,
+                                   micro_batch_size=micro_batch_size, packing=packing, row_length=row_length,
+                                   length_buckets=buckets)
         state, metrics = updater.step(state, micro)
         steps_this_run += 1
         if logger is not None:

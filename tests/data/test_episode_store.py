@@ -152,3 +152,26 @@ def test_step_pipeline_over_store(root):
     assert {(i, t) for i, t, _ in epoch0} == expected and len(epoch0) == 12
     eps = _episodes()
     assert all(a == eps[int(i[2:])].actions[t] for i, t, a in epoch0)
+
+
+def test_write_episodes_streams_and_reopens_lazily(tmp_path):
+    eps = _episodes()
+    yielded = []
+
+    def gen():
+        for ep in eps:
+            yielded.append(ep.episode_id)
+            yield ep
+    written = []
+    store = es.write_episodes(gen(), tmp_path / "w", on_written=lambda i, ep: written.append((i, yielded[-1])))
+    assert written == [(i, f"ep{i}") for i in range(5)]  # each written before the next is generated
+    assert (tmp_path / "w" / es.INDEX_FILE).exists() and store.ids == [e.episode_id for e in eps]
+    lazy = store.lazy_episodes()
+    assert len(lazy) == 5
+    for want, got in zip(eps, lazy):
+        assert got.actions == want.actions and got.info == want.info and got.target_bboxes == want.target_bboxes
+        assert list(got.observations) == want.observations  # StoredObservation == Observation field by field
+    with pytest.raises(FileExistsError, match="already holds 5 episodes"):
+        es.write_episodes(iter(eps[:2]), tmp_path / "w")
+    assert len(es.write_episodes(iter(eps[:2]), tmp_path / "w", overwrite=True)) == 2
+    assert len(EpisodeStore(tmp_path / "w")) == 2

@@ -187,3 +187,35 @@ def test_sample_tokens_distribution_and_raw_logprob():
   assert counts[2] == 0 and counts[3] == 0 and abs(counts[0] - 0.625) < 0.03
   # Logprobs are of the RAW distribution, not the filtered one.
   np.testing.assert_allclose(np.asarray(lps)[np.asarray(toks) == 0], np.log(0.5), rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ chunked prefill, bf16 cache
+@pytest.mark.parametrize("padding_side", ["left", "right"])
+def test_chunked_prefill_equals_one_pass_multimodal(models, sampler, padding_side):
+  """Prompt buckets of 32 run as 4 chunks of 8 (an image straddles two chunks): same tokens and logprobs."""
+  _, model = models
+  # The images of test_greedy_matches_transformers_generate_multimodal (its one-pass program is reused); with
+  # left padding the second image's tokens span columns 20-27 (chunks 2 and 3).
+  inputs = build_inputs([[5, "img", 3], [2, "img", 6]], [(1, 4, 8), (1, 8, 4)],
+                        pad_side=padding_side, seed=4, patch_dim=PATCH_DIM)
+  kw = dict(attention_mask=inputs["attention_mask"], pixel_values=inputs["pixel_values"],
+            image_grid_thw=inputs["image_grid_thw"], max_new_tokens=16, temperature=1.0, seed=3)
+  chunked = Sampler(model, eos_ids=[-1], pad_id=0, padding_side=padding_side, prefill_chunk=8, **BUCKETS)
+  one = Sampler(model, eos_ids=[-1], pad_id=0, padding_side=padding_side, **BUCKETS)
+  a = one.generate(inputs["input_ids"], **kw)
+  b = chunked.generate(inputs["input_ids"], **kw)
+  np.testing.assert_array_equal(b.tokens, a.tokens)
+  np.testing.assert_allclose(b.logprobs, a.logprobs, atol=1e-5, rtol=0)
+
+
+def test_bf16_kv_cache_close_to_f32(models):
+  _, model = models
+  prompts = [[3, 4, 5, 6, 7], [9, 1]]
+  kw = dict(eos_ids=[-1], pad_id=0, **BUCKETS)
+  f32 = Sampler(model, **kw).generate(prompts, max_new_tokens=8)
+  bf16 = Sampler(model, cache_dtype="bfloat16", prefill_chunk=16, **kw).generate(prompts, max_new_tokens=8)
+  # Greedy tokens agree for the first steps; logprobs within bf16 rounding of the cached keys / values, and
+  # not bitwise equal (the cache really is bf16).
+  np.testing.assert_array_equal(bf16.tokens[:, :4], f32.tokens[:, :4])
+  np.testing.assert_allclose(bf16.logprobs[:, :4], f32.logprobs[:, :4], atol=5e-2)
+  assert not np.array_equal(bf16.logprobs, f32.logprobs)

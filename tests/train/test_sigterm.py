@@ -1,0 +1,86 @@
+"""SIGTERM (preemption) during `fit`: checkpoint at the step reached, exit code 143, the rerun resumes."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from gui_jax.train.fit import PREEMPTED_EXIT_CODE
+
+
+def _child(workdir: str, num_steps: int) -> None:
+    """A tiny fit() run (a 4-weight model, text-only samples); prints 'step N' after each update."""
+    import jax.numpy as jnp
+    import optax
+
+    from gui_jax.models.qwen2_5_vl.config import preset
+    from gui_jax.rl.batch import TrainSample
+    from gui_jax.train.fit import fit
+    from gui_jax.train.state import Updater
+
+    class Agent:
+        model_config = preset("tiny")
+        tokenizer = type("Tok", (), {"pad_id": 0})()
+
+        def copy_params(self):
+            return {"w": jnp.zeros((4,), jnp.float32)}
+
+    class Data:
+        def __init__(self):
+            self.i = 0
+
+        def __next__(self):
+            self.i += 1
+            return [TrainSample(np.arange(1, 4) + self.i, np.arange(2) + self.i)]
+
+        def get_state(self):
+            return {"i": self.i}
+
+        def set_state(self, st):
+            self.i = int(st["i"])
+
+    def loss(params, batch, rng):
+        target = jnp.sum(batch["input_ids"] * batch["loss_mask"]) / 100.0
+        return jnp.sum((params["w"] - target) ** 2), jnp.float32(1.0), {}
+
+    def on_step(step, metrics):
+        print(f"step {step}", flush=True)
+        time.sleep(0.1)
+
+    fit(Agent(), Updater(loss, optax.sgd(0.1)), Data(), num_steps=num_steps, workdir=workdir, logger=None,
+        prefix="sigterm-test", micro_batch_size=1, checkpoint_every=10_000, on_step=on_step)
+    print("finished", flush=True)
+
+
+def _run(workdir, num_steps):
+    return subprocess.Popen([sys.executable, __file__, str(workdir), str(num_steps)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=os.path.dirname(__file__))
+
+
+def test_sigterm_checkpoints_and_resume_continues(tmp_path):
+    from gui_jax.train.checkpoint import Checkpointer
+    proc = _run(tmp_path, 10_000)
+    steps = []
+    for line in proc.stdout:
+        if line.startswith("step "):
+            steps.append(int(line.split()[1]))
+            if steps[-1] == 3:
+                proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=120)
+    assert rc == PREEMPTED_EXIT_CODE, rc
+    reached = steps[-1]  # the step in flight when SIGTERM arrived is finished, then saved
+    assert reached >= 3 and steps == list(range(1, reached + 1))
+    ck = Checkpointer(str(tmp_path / "checkpoints"))
+    assert list(ck.manager.all_steps()) == [reached]  # only the preemption checkpoint (no periodic ones)
+    ck.close()
+    # The rerun resumes after the saved step (data order included) and finishes normally.
+    proc = _run(tmp_path, reached + 2)
+    out = proc.communicate(timeout=120)[0].split()
+    assert proc.returncode == 0
+    assert " ".join(out) == f"step {reached + 1} step {reached + 2} finished"
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], int(sys.argv[2]))
