@@ -1,0 +1,82 @@
+"""Reward-model evaluation (docs/algorithms.md §11): step and outcome precision / recall / F1 of the positive
+class, overall, by trajectory length bucket (<5, 5–10, >10 steps) and by task difficulty.
+
+Trajectory length of a record = the number of steps of the episode its first step comes from (the task's
+length, as the papers bucket it); difficulty = that episode's `difficulty` field ("" → "unknown").
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from gui_jax.core.types import Episode
+from gui_jax.eval.metrics import LENGTH_BUCKETS, binary_prf, reward_model_f1
+from gui_jax.rewards.data_engine import RewardRecord
+
+KINDS = ("step", "outcome")
+
+
+def record_length(record: RewardRecord, episodes: Mapping[str, Episode]) -> int:
+    ep = episodes.get(record.steps[0].episode_id) if record.steps else None
+    return len(ep.actions) if ep is not None else len(record.steps)
+
+
+def record_difficulty(record: RewardRecord, episodes: Mapping[str, Episode]) -> str:
+    ep = episodes.get(record.steps[0].episode_id) if record.steps else None
+    return (ep.difficulty if ep is not None and ep.difficulty else "unknown")
+
+
+def reward_metrics(scores: Sequence[float], labels: Sequence[bool], kinds: Sequence[str], lengths: Sequence[int],
+                   difficulties: Optional[Sequence[str]] = None, threshold: float = 0.5) -> dict:
+    """{kind: {'all': prf, '<5'|'5-10'|'>10': prf, 'difficulty': {name: prf}}} for kind in step/outcome.
+
+    All inputs per record [E]; prf = binary_prf's dict (precision, recall, f1, f1_neg, accuracy, count)."""
+    sc, y = np.asarray(scores, np.float64), np.asarray(labels, bool)
+    kd, ln = np.asarray(kinds), np.asarray(lengths, np.int64)
+    if not (sc.size == y.size == kd.size == ln.size):
+        raise ValueError(f"reward_metrics: {sc.size} scores, {y.size} labels, {kd.size} kinds, {ln.size} lengths")
+    df = None if difficulties is None else np.asarray(difficulties)
+    out = {}
+    for kind in KINDS:
+        sel = kd == kind
+        if not sel.any():
+            continue
+        res = reward_model_f1(sc[sel], y[sel], ln[sel], threshold)
+        if df is not None:
+            res["difficulty"] = {d: binary_prf(sc[sel & (df == d)], y[sel & (df == d)], threshold)
+                                 for d in sorted(set(df[sel].tolist()))}
+        out[kind] = res
+    return out
+
+
+def evaluate_records(scores: Sequence[float], records: Sequence[RewardRecord], episodes: Mapping[str, Episode],
+                     threshold: float = 0.5) -> dict:
+    """reward_metrics of scored records (lengths and difficulties read from their episodes)."""
+    records = list(records)
+    if len(records) != len(scores):
+        raise ValueError(f"evaluate_records: {len(records)} records but {len(scores)} scores")
+    return reward_metrics(scores, [r.label for r in records], [r.kind for r in records],
+                          [record_length(r, episodes) for r in records],
+                          [record_difficulty(r, episodes) for r in records], threshold)
+
+
+def _fmt(x: float) -> str:
+    return "—" if isinstance(x, float) and math.isnan(x) else f"{x:.3f}"
+
+
+def format_reward_table(metrics: dict) -> str:
+    """Markdown: one row per (kind, slice) with P, R, F1, F1(−), accuracy and count."""
+    lines = ["| reward | slice | precision | recall | F1 | F1 (neg) | accuracy | n |",
+             "|---|---|---|---|---|---|---|---|"]
+    for kind in KINDS:
+        if kind not in metrics:
+            continue
+        m = metrics[kind]
+        rows = [("all", m["all"])] + [(f"length {b}", m[b]) for b in LENGTH_BUCKETS if b in m]
+        rows += [(f"difficulty {d}", v) for d, v in m.get("difficulty", {}).items()]
+        for name, v in rows:
+            lines.append(f"| {kind} | {name} | {_fmt(v['precision'])} | {_fmt(v['recall'])} | {_fmt(v['f1'])} | "
+                         f"{_fmt(v['f1_neg'])} | {_fmt(v['accuracy'])} | {int(v['count'])} |")
+    return "\n".join(lines)

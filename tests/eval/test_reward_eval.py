@@ -1,0 +1,47 @@
+"""Reward-model metrics against hand-computed precision / recall / F1 by kind, length bucket and difficulty."""
+import math
+
+import numpy as np
+import pytest
+
+from gui_jax.core.types import Action, Episode, Observation
+from gui_jax.eval.reward_eval import evaluate_records, format_reward_table, reward_metrics
+from gui_jax.rewards.data_engine import RewardRecord, StepRef
+
+
+def test_hand_computed_prf_by_bucket_and_difficulty():
+    #            step records (length 3, 3, 3, 3, 7, 7, 12)          outcome (3, 7)
+    scores = [0.9, 0.8, 0.2, 0.6, 0.7, 0.1, 0.4, 0.9, 0.3]
+    labels = [True, False, True, False, True, False, True, True, True]
+    kinds = ["step"] * 7 + ["outcome"] * 2
+    lengths = [3, 3, 3, 3, 7, 7, 12, 3, 7]
+    diffs = ["easy", "easy", "easy", "hard", "hard", "hard", "hard", "easy", "hard"]
+    m = reward_metrics(scores, labels, kinds, lengths, diffs)
+    s = m["step"]
+    # all steps: predicted + = {0, 1, 3, 4}; true + = {0, 2, 4, 6}: TP 2 → P 2/4, R 2/4, F1 0.5
+    assert (s["all"]["precision"], s["all"]["recall"], s["all"]["f1"]) == (0.5, 0.5, 0.5)
+    # <5 (0..3): pred + {0,1,3}, true + {0,2}: TP 1 → P 1/3, R 1/2, F1 0.4
+    assert s["<5"]["precision"] == pytest.approx(1 / 3) and s["<5"]["recall"] == 0.5
+    assert s["<5"]["f1"] == pytest.approx(0.4)
+    # 5-10 (4, 5): perfect; >10 (6): one positive missed → P undefined, R 0, F1 0
+    assert s["5-10"]["f1"] == 1.0 and s["5-10"]["count"] == 2
+    assert math.isnan(s[">10"]["precision"]) and s[">10"]["recall"] == 0.0 and s[">10"]["f1"] == 0.0
+    # easy steps (0,1,2): pred + {0,1}, true + {0,2} → P 1/2, R 1/2; hard (3..6): pred + {3,4}, true + {4,6}
+    assert s["difficulty"]["easy"]["f1"] == 0.5 and s["difficulty"]["hard"]["precision"] == 0.5
+    assert s["difficulty"]["hard"]["recall"] == 0.5
+    o = m["outcome"]
+    assert o["all"]["precision"] == 1.0 and o["all"]["recall"] == 0.5 and o["all"]["f1"] == pytest.approx(2 / 3)
+    assert o["<5"]["f1"] == 1.0 and o["5-10"]["f1"] == 0.0 and ">10" not in o
+    table = format_reward_table(m)
+    assert "| step | length <5 | 0.333 | 0.500 | 0.400 |" in table and "| outcome | all | 1.000 | 0.500 | 0.667 |" in table
+
+
+def test_evaluate_records_reads_lengths_and_difficulty_from_episodes():
+    obs = Observation(screenshot=np.zeros((4, 4, 3), np.uint8), screen_size=(4, 4))
+    ep = Episode("e", "g", [obs] * 6, [Action("wait", time=1.0)] * 6, difficulty="medium")
+    recs = [RewardRecord("step", "g", (StepRef("e", 0),), True, "expert"),
+            RewardRecord("outcome", "g", tuple(StepRef("e", t) for t in range(3)), False, "truncation")]
+    m = evaluate_records([0.7, 0.6], recs, {"e": ep})
+    assert m["step"]["5-10"]["f1"] == 1.0 and m["outcome"]["difficulty"]["medium"]["precision"] == 0.0
+    with pytest.raises(ValueError, match="2 records but 1 scores"):
+        evaluate_records([0.5], recs, {"e": ep})
