@@ -69,18 +69,11 @@ def format_table(results: dict) -> str:
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.jobs.common import load_stage_params, set_agent_params
-    from gui_jax.rl.agent import Agent
-    from gui_jax.rl.prompting import PromptConfig
+    from gui_jax.jobs.common import eval_agent, require_weights
     acfg = config.androidcontrol
-    if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
-        raise RunError("androidcontrol_eval needs model.checkpoint (a HF directory) or eval.checkpoint_dir "
-                         "(a stage's Orbax checkpoints); set eval.untrained=True to score a random model")
+    require_weights(config, "androidcontrol_eval")
     episodes = load_episodes(acfg)
-    agent = Agent(config, seed=config.seed)
-    if config.eval.get("checkpoint_dir"):
-        set_agent_params(agent, load_stage_params(config.eval.checkpoint_dir)[0], config.eval.checkpoint_dir)
-    pcfg = PromptConfig(**config.prompt.to_dict())
+    agent, pcfg = eval_agent(config)
     results = evaluate_androidcontrol(agent.policy, episodes, pcfg, tuple(acfg.levels), bool(acfg.sop))
     results["episodes"] = len(episodes)
     with open(os.path.join(workdir, "androidcontrol_eval.json"), "w") as f:

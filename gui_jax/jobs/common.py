@@ -368,3 +368,21 @@ def set_agent_params(agent, restored, where: str) -> None:
                        f"set the model.* fields the checkpoint was trained with")
     agent.set_params(jax.tree.unflatten(jax.tree.structure(agent.params),
                                         [jax.numpy.asarray(a).astype(b.dtype) for a, b in zip(leaves, want)]))
+
+
+def require_weights(config, job: str) -> None:
+    """An evaluation job scores trained weights: model.checkpoint (a HF directory) or eval.checkpoint_dir (a
+    stage's Orbax checkpoints), unless eval.untrained=True says a random model is meant."""
+    if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
+        raise RunError(f"{job} needs model.checkpoint (a Hugging Face directory) or eval.checkpoint_dir (a "
+                       "stage's Orbax checkpoints); set eval.untrained=True to score a random model")
+
+
+def eval_agent(config):
+    """(agent, prompt config) of an evaluation job: the configured model, with eval.checkpoint_dir's params."""
+    from gui_jax.rl.agent import Agent
+    from gui_jax.rl.prompting import PromptConfig
+    agent = Agent(config, seed=config.seed)
+    if config.eval.get("checkpoint_dir"):
+        set_agent_params(agent, load_stage_params(config.eval.checkpoint_dir)[0], config.eval.checkpoint_dir)
+    return agent, PromptConfig(**config.prompt.to_dict())

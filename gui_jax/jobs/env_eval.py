@@ -100,18 +100,11 @@ def format_table(table: dict) -> str:
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.jobs.common import load_stage_params, set_agent_params
-    from gui_jax.rl.agent import Agent
-    from gui_jax.rl.prompting import PromptConfig
+    from gui_jax.jobs.common import eval_agent, require_weights
     ecfg = config.env
-    if not (config.model.get("checkpoint") or config.eval.get("checkpoint_dir") or config.eval.get("untrained")):
-        raise RunError("env_eval needs model.checkpoint or eval.checkpoint_dir; set eval.untrained=True to "
-                         "score a random model")
+    require_weights(config, "env_eval")
     tasks = make_tasks(ecfg)
-    agent = Agent(config, seed=config.seed)
-    if config.eval.get("checkpoint_dir"):
-        set_agent_params(agent, load_stage_params(config.eval.checkpoint_dir)[0], config.eval.checkpoint_dir)
-    pcfg = PromptConfig(**config.prompt.to_dict())
+    agent, pcfg = eval_agent(config)
     _, table, report = evaluate_on_envs(agent.policy, env_factory(ecfg), tasks, pcfg, num_envs=ecfg.num_envs,
                                         max_steps=ecfg.max_steps, temperature=config.eval.temperature,
                                         trials=config.eval.trials, seed=config.seed)
