@@ -211,6 +211,7 @@ def summarise(sweep: Sweep, workdir: str) -> list[dict]:
             continue
         with open(path) as f:
             results = json.load(f)
+        results = results.get("stages", results)  # training jobs write {"stages": {...}, "profile": {...}}
         stage = sweep.stage or (list(results)[-1] if results else None)
         if stage not in results:
             raise SweepError(f"{path}: no stage {stage!r} (stages: {list(results)})")

@@ -34,6 +34,8 @@ def collect_points(patterns, x_metric: str = "SOP_Score", y_metric: str = "onlin
                     table = json.load(f)
                 if name == "eval.json":
                     table = {"evaluated": table}
+                else:  # training jobs write {"stages": {stage: metrics}, "profile": {...}}
+                    table = table.get("stages", table)
                 for stage, metrics in table.items():
                     if stage in skip_stages or not isinstance(metrics, dict):
                         continue

@@ -33,9 +33,10 @@ def _write_run(d, table, name="results.json"):
 
 
 def test_report_job_over_runs(tmp_path):
-    _write_run(tmp_path / "runs" / "a", {"untrained": {"SOP_Score": 0, "online_SR": 0},
-                                         "sft": {"SOP_Score": 0.2, "online_SR": 0.3},
-                                         "semi_online_rl": {"SOP_Score": 0.4, "online_SR": 0.5}})
+    _write_run(tmp_path / "runs" / "a", {"stages": {"untrained": {"SOP_Score": 0, "online_SR": 0},
+                                                    "sft": {"SOP_Score": 0.2, "online_SR": 0.3},
+                                                    "semi_online_rl": {"SOP_Score": 0.4, "online_SR": 0.5}},
+                                         "profile": {"wall_s": 3.0}})  # the training jobs' layout
     _write_run(tmp_path / "runs" / "b", {"sft": {"SOP_Score": 0.1, "online_SR": 0.2}})
     _write_run(tmp_path / "runs" / "c", {"SOP_Score": 0.3, "online_SR": 0.4}, name="eval.json")
     pts = collect_points([str(tmp_path / "runs" / "*")])

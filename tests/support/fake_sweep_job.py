@@ -24,7 +24,9 @@ def main(argv):
         time.sleep(60)
     sr = 0.1 * float(flags.get("rl.gamma", 0)) + 0.2 * float(flags.get("rl.omega", 0)) + 0.01 * int(flags["seed"])
     with open(os.path.join(workdir, "results.json"), "w") as f:
-        json.dump({"sft": {"online_SR": 0.0}, "semi_online_rl": {"online_SR": sr, "SOP_Score": 0.5}}, f)
+        # the training jobs' layout: stages in order, then a run profile
+        json.dump({"stages": {"sft": {"online_SR": 0.0}, "semi_online_rl": {"online_SR": sr, "SOP_Score": 0.5}},
+                   "profile": {"wall_s": 1.0}}, f)
 
 
 if __name__ == "__main__":
