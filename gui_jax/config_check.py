@@ -410,7 +410,8 @@ def _jobs():
 def rules_for(config) -> dict[str, Rule]:
     """Dotted field path -> Rule for the fields of `config` that the schema knows."""
     top = GENERATE if config.get("job") == "generate_episodes" else TOP
-    out = {k: r for k, r in top.items() if k in config}
+    # `job` is checked against the registry main fills in; used on its own, main's unknown-job error applies
+    out = {k: r for k, r in top.items() if k in config and (k != "job" or JOB_NAMES)}
     for block, rules in BLOCKS.items():
         node = config
         for part in block.split("."):
