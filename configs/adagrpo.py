@@ -6,15 +6,12 @@ agent on in-process PhoneSim (same data, model and SFT start as configs/grpo_onl
     python -m gui_jax.main --config configs/adagrpo.py --config.online.spa=False      # or adapr / fcf / prune_negatives
     python -m gui_jax.main --config configs/adagrpo.py --config.env.server_urls='("http://127.0.0.1:8000",)'
 """
-import importlib.util
-import os
+
+from gui_jax.train.config_blocks import sibling_recipe
 
 
 def _sibling(name):
-    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return sibling_recipe(__file__, name)
 
 
 def get_config():

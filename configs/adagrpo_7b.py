@@ -5,15 +5,12 @@ cooldown at 0.5^k, removal at k ≥ 6).
     python -m gui_jax.main --config configs/adagrpo_7b.py --config.model.checkpoint=/path/to/Qwen2.5-VL-7B-Instruct \
         --config.env.server_urls='("http://10.0.0.2:8000",)' --config.env.token=...
 """
-import importlib.util
-import os
+
+from gui_jax.train.config_blocks import sibling_recipe
 
 
 def _sibling(name):
-    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return sibling_recipe(__file__, name)
 
 
 def get_config():

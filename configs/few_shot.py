@@ -5,19 +5,14 @@ fine-tunes, online evaluation on other instances; the tiny agent on in-process P
     python -m gui_jax.main --config configs/few_shot.py --config.init.checkpoint_dir=runs/grpo_online/sft/checkpoints
     python -m gui_jax.main --config configs/few_shot.py --config.env.server_urls='("http://127.0.0.1:8000",)'
 """
-import importlib.util
-import os
 
 import ml_collections
 
-from gui_jax.train.config_blocks import sft_block
+from gui_jax.train.config_blocks import sft_block, sibling_recipe
 
 
 def _sibling(name):
-    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return sibling_recipe(__file__, name)
 
 
 def get_config():

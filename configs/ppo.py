@@ -7,15 +7,12 @@
 Reward = terminal outcome (`online.outcome_reward`); a per-step reward function (process reward
 model) plugs into `train_online(..., reward_fn=...)`. No KL (GUI-Shepherd); critic lr 10× the actor's.
 """
-import importlib.util
-import os
+
+from gui_jax.train.config_blocks import sibling_recipe
 
 
 def _sibling(name):
-    spec = importlib.util.spec_from_file_location(f"_{name}_config", os.path.join(os.path.dirname(__file__), f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return sibling_recipe(__file__, name)
 
 
 def get_config():

@@ -8,20 +8,14 @@ Starts from the quickstart's data and model settings and from `reasoning.init_ch
 training stage's Orbax checkpoints) or `model.checkpoint` (a Hugging Face folder). A model that
 never writes thoughts keeps nothing, and the job stops saying so.
 """
-import importlib.util
-import os
 
 import ml_collections
 
-from gui_jax.train.config_blocks import sft_block
+from gui_jax.train.config_blocks import sft_block, sibling_recipe
 
 
 def get_config():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quickstart.py")
-    spec = importlib.util.spec_from_file_location("quickstart_config", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = sibling_recipe(__file__, "quickstart").get_config()
     c.job = "reasoning_sft"
     c.reasoning = ml_collections.ConfigDict({
         "rounds": 2,                 # sample → verify → fine-tune rounds

@@ -7,20 +7,16 @@ balancing (resumable: re-run the same command) and reports held-out step and out
 and difficulty (results.md). The tiny recipe shows the last `rm.model.history_images` steps with their UI
 text (0 here: older steps as text lines keep prompts short); the paper setting is 5 screenshots.
 """
-import importlib.util
-import os
 
 import ml_collections
 
 from gui_jax.train.reward_model import reward_model_block
 
+from gui_jax.train.config_blocks import sibling_recipe
+
 
 def get_config():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quickstart.py")
-    spec = importlib.util.spec_from_file_location("quickstart_config", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
+    c = sibling_recipe(__file__, "quickstart").get_config()
     c.job = "reward_model"
     c.data.num_train_episodes = 300
     c.data.num_test_episodes = 60

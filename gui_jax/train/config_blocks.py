@@ -127,3 +127,14 @@ def mesh_block() -> ml_collections.ConfigDict:
         "sampler_dtype": "bfloat16",    # weights the sampler holds (its KV cache uses the compute dtype)
         "distributed": "auto",          # jax.distributed: auto (multi-process env detected) | on | off
     })
+
+
+def sibling_recipe(config_file: str, name: str):
+    """The module of another recipe in the same folder (recipes build on each other, e.g. on quickstart)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(config_file)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_recipe_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
