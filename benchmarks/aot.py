@@ -143,9 +143,22 @@ def sequence_length(model_cfg, resolution, new_tokens: int) -> tuple[int, int]:
 
 def layout_sds(model_cfg, rows: int, resolution, mesh):
   """Pixel values + VisionLayout for `rows` prompts of SCREENSHOTS_PER_PROMPT screenshots (abstract; layout
-  index arrays computed on the host as the batch builder does, replicated)."""
+  index arrays computed on the host as the batch builder does). With the model config's vision_per_row (the
+  7B / 32B recipes) as `rl.batch.per_row_vision_inputs` builds them: [rows, N, D] and a grouped layout, both
+  split over the batch axes; otherwise flat [N, D] patches split over them and the layout replicated."""
   from gui_jax.models.qwen2_5_vl.vision import vision_layout
   grid = np.asarray([image_grid(model_cfg, resolution)] * (rows * SCREENSHOTS_PER_PROMPT), np.int64)
+  if getattr(model_cfg, "vision_per_row", False):
+    from gui_jax.rl.batch import per_row_vision_inputs
+    row_grid = grid[:SCREENSHOTS_PER_PROMPT]
+    one = np.zeros((int(np.prod(row_grid, axis=1).sum()), 1), np.float32)  # pixel values: only the shape matters
+    pv, layout = per_row_vision_inputs([[one]] * rows, [[row_grid]] * rows, model_cfg.vision)
+    shape = (rows, pv.shape[1], model_cfg.vision.patch_dim)
+    pixels = jax.ShapeDtypeStruct(shape, jnp.float32,
+                                  sharding=NamedSharding(mesh, _spec(mesh, ("batch", None, None), shape)))
+    lay = jax.tree.map(lambda a: sds(a, NamedSharding(mesh, _spec(mesh, ("batch",) + (None,) * (a.ndim - 1),
+                                                                  a.shape))), layout)
+    return pixels, lay, grid
   n = int(np.prod(grid, axis=1).sum())
   layout = vision_layout(grid, model_cfg.vision, pad_patches_to=n)
   rep = NamedSharding(mesh, PartitionSpec())
@@ -204,6 +217,10 @@ def compile_report(name: str, jitted, args, kwargs=None, resident_other: int = 0
   cost = compiled.cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
   text = compiled.as_text()
+  if os.environ.get("GUI_JAX_AOT_HLO_DIR"):   # diagnosis: keep the optimised per-chip HLO of each program
+    os.makedirs(os.environ["GUI_JAX_AOT_HLO_DIR"], exist_ok=True)
+    with open(os.path.join(os.environ["GUI_JAX_AOT_HLO_DIR"], f"{name}.hlo.txt"), "w") as f:
+      f.write(text)
   counts = {c: len(re.findall(rf"\b{c}(?:-start)?\(", text)) for c in COLLECTIVES}
   peak = program_b + resident_other
   rep = {"compile_s": round(secs, 1), "argument_bytes": arg_b, "output_bytes": out_b, "temp_bytes": tmp_b,
@@ -288,7 +305,8 @@ def run(config_spec: str, topology: str, layers: int | None = None,
       "remat_policy": getattr(model_cfg, "remat_policy", None), "scan_layers": getattr(model_cfg, "scan_layers", None),
       "micro_batch_rows": rows, "sequence_length": length, "prompt_tokens": prompt_len, "response_bucket": resp,
       "screenshots_per_prompt": SCREENSHOTS_PER_PROMPT, "resolution": list(config.data.resolution),
-      "image_patches_per_micro_batch": int(batch["pixel_values"].shape[0]) if "pixel_values" in batch else 0,
+      "image_patches_per_micro_batch": int(math.prod(batch["pixel_values"].shape[:-1])) if "pixel_values" in batch
+      else 0, "vision_per_row": bool(getattr(model_cfg, "vision_per_row", False)),
       "num_params": sum(math.prod(x.shape) for x in jax.tree.leaves(params)),
       "param_bytes_total": global_bytes(params), "param_bytes_per_chip": b_param,
       "param_bytes_total_over_chips": global_bytes(params) // n_chips,

@@ -77,6 +77,7 @@ def get_config(layout: str = ""):
     c.rl.patch_threshold = 1
     c.model.remat_policy = "full"         # recompute each layer / vision block in the backward pass
     c.model.scan_layers = True
+    c.model.vision_per_row = True         # images batched per row: the vision tower stays split with the rows
     c.mesh = mesh_block()                 # fp32 masters + AdamW, bf16 compute, FSDP over all devices
     c.layouts = LAYOUTS
     c.layout = layout

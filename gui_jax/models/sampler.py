@@ -49,6 +49,7 @@ from flax import nnx
 from gui_jax.models import sharding
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.qwen2_5_vl.text import KVCache
+from gui_jax.models.qwen2_5_vl.vision import VisionLayout, grouped_vision_layout
 from gui_jax.models.qwen2_5_vl.vision import vision_layout as build_vision_layout
 from gui_jax.models.sampling import sample_tokens
 
@@ -113,6 +114,49 @@ def bucketed_vision_inputs(pixel_values, image_grid_thw, vision_cfg,
   n_patch = unit * _bucket(-(-pv.shape[0] // unit), unit_buckets, "image patches (merged units)")
   pv = np.concatenate([pv, np.zeros((n_patch - pv.shape[0], pv.shape[1]), np.float32)])
   return pv, build_vision_layout(grid, vision_cfg, pad_patches_to=n_patch)
+
+
+def per_row_vision_inputs(pixels: Sequence[Sequence[np.ndarray]], grids: Sequence[Sequence[np.ndarray]],
+                          vision_cfg) -> tuple[np.ndarray, VisionLayout]:
+  """Per-row images (row i: a list of pixel arrays [n, D] and their grids [k, 3], possibly empty) ->
+  pixel_values [B, N, D] with every row padded to one patch bucket (4 per octave: <= 25 % padding) and the grouped
+  VisionLayout ([B, ...]): under a mesh the vision tower then stays split over the batch axes with its rows."""
+  unit = vision_cfg.spatial_merge_size ** 2
+  counts = [sum(np.shape(p)[0] for p in row) for row in pixels]
+  n = unit * _bucket(-(-max(counts) // unit), _PATCH_BUCKETS_UNITS, "image patches per row (merged units)")
+  dim = next(np.shape(p)[1] for row in pixels for p in row)
+  pv = np.zeros((len(pixels), n, dim), np.float32)
+  for i, row in enumerate(pixels):
+    if row:
+      pv[i, :counts[i]] = np.concatenate([np.asarray(p, np.float32) for p in row])
+  row_grids = [np.concatenate([np.asarray(g).reshape(-1, 3) for g in row]) if row else np.zeros((0, 3), np.int64)
+               for row in grids]
+  return pv, grouped_vision_layout(row_grids, vision_cfg, pad_patches_to=n)
+
+
+def split_images_by_row(pixel_values, grid: np.ndarray, ids: np.ndarray, cfg) -> tuple[list, list]:
+  """Flat batch images (row order) -> per-row lists of (pixel arrays, grids), by each row's image-token count."""
+  unit = cfg.vision.spatial_merge_size ** 2
+  per_image = np.prod(grid, axis=1)                # patches per image
+  tokens = np.sum(np.asarray(ids) == cfg.image_token_id, axis=1)
+  pixels, grids, img, at = [], [], 0, 0
+  for r, want in enumerate(tokens.tolist()):
+    row_px, row_g, got = [], [], 0
+    while got < want:
+      if img >= len(per_image):
+        raise ValueError(f"row {r} has {want} image tokens but the images run out after {got}")
+      row_px.append(np.asarray(pixel_values[at:at + per_image[img]]))
+      row_g.append(grid[img:img + 1])
+      got += int(per_image[img]) // unit
+      at += int(per_image[img])
+      img += 1
+    if got != want:
+      raise ValueError(f"row {r}: {want} image tokens do not match its images' {got} merged patches")
+    pixels.append(row_px)
+    grids.append(row_g)
+  if img != len(per_image):
+    raise ValueError(f"{len(per_image) - img} images left over after the rows' image tokens")
+  return pixels, grids
 
 
 def _constrain_cache(cache: KVCache) -> KVCache:
@@ -249,7 +293,11 @@ class Sampler:
     if pixel_values is not None:
       if grid is None:
         raise ValueError("pixel_values given without image_grid_thw")
-      pv, layout = bucketed_vision_inputs(pixel_values, grid, self.cfg.vision)
+      if getattr(self.cfg, "vision_per_row", False):
+        pv, layout = per_row_vision_inputs(*split_images_by_row(pixel_values, grid, ids, self.cfg),
+                                           self.cfg.vision)
+      else:
+        pv, layout = bucketed_vision_inputs(pixel_values, grid, self.cfg.vision)
 
     stop_seqs = jnp.asarray(_stop_seq_array(stop_token_sequences))
     rng = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
@@ -364,19 +412,29 @@ def _prefill_chunks(model, ids, mask, pos, features, cache: KVCache, last_index,
   """Runs ids / mask [B, P], pos [3, B, P] (P a multiple of `chunk`) through `cache` chunk by chunk.
 
   features [M, H] or None: image features of the whole batch in row-major image-token order; each chunk gets
-  the rows of its own image tokens. Returns (cache, hidden [B, H] at last_index [B])."""
+  the rows of its own image tokens. Per-row features [B, M, H] (vision_per_row): the same within each row. Returns (cache, hidden [B, H] at last_index [B])."""
   b, p = ids.shape
   image_id = model.cfg.image_token_id
+  per_row = features is not None and features.ndim == 3   # [B, M, H]: row b's image tokens take features[b]
   if features is not None:
     is_image = ids == image_id
-    feature_index = (jnp.cumsum(is_image.reshape(-1)) - 1).reshape(b, p)   # [B, P] row-major image-token rank
+    if per_row:
+      feature_index = jnp.cumsum(is_image, axis=1) - 1                     # [B, P] image-token rank in its row
+    else:
+      feature_index = (jnp.cumsum(is_image.reshape(-1)) - 1).reshape(b, p)  # [B, P] row-major image-token rank
 
   def body(c, carry):
     cache, h_last = carry
     start = c * chunk
     sl = lambda a, axis: jax.lax.dynamic_slice_in_dim(a, start, chunk, axis=axis)
     ids_c, kw = sl(ids, 1), {}
-    if features is not None:
+    if per_row:
+      # Row b's k-th image token of the chunk takes features[b, feature_index of that token].
+      def row_features(f, is_img, index):
+        (where,) = jnp.nonzero(is_img, size=chunk, fill_value=0)
+        return f[jnp.clip(index[where], 0, f.shape[0] - 1)]
+      kw["image_features"] = jax.vmap(row_features)(features, ids_c == image_id, sl(feature_index, 1))
+    elif features is not None:
       # The chunk's k-th image token (row-major) takes features[feature_index of that token].
       (where,) = jnp.nonzero((ids_c == image_id).reshape(-1), size=b * chunk, fill_value=0)
       kw["image_features"] = features[jnp.clip(sl(feature_index, 1).reshape(-1)[where], 0, features.shape[0] - 1)]

@@ -158,9 +158,10 @@ def model_config_from(mcfg, dtype: Optional[str] = None, param_dtype: Optional[s
 
 
 def runtime_options(mcfg) -> dict:
-    """Model runtime options set in the config's model block (attention kernel, layer scan, remat policy)."""
+    """Model runtime options set in the config's model block (attention kernel, layer scan, remat policy,
+    per-row images in training batches)."""
     fields = {f.name for f in dataclasses.fields(Qwen25VLConfig)}
-    return {k: mcfg[k] for k in ("attention_impl", "scan_layers", "remat_policy")
+    return {k: mcfg[k] for k in ("attention_impl", "scan_layers", "remat_policy", "vision_per_row")
             if k in fields and mcfg.get(k) is not None}
 
 

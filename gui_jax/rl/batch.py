@@ -20,7 +20,8 @@ Arrays (B rows, L tokens; position k holds token k and its log-prob given tokens
   input_ids, attention_mask, loss_mask, step_ids [B, L]; advantages, old_logp, ref_logp [B, L];
   position_ids [3, B, L]; target_positions, target_valid [B, R] (response tokens through the LM head);
   segment_ids [B, L] int32 (packed batches only; 1.. per row, 0 = padding);
-  pixel_values [N, D] + vision_layout when images are present (images in row, then segment order).
+  pixel_values [N, D] + vision_layout when images are present (images in row, then segment order);
+  with the model config's `vision_per_row`, pixel_values [B, N, D] + a grouped layout (row i's images).
 step_ids = index of the segment within its row on its response tokens, −1 elsewhere (the losses'
 per-step grouping).
 """
@@ -35,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
-from gui_jax.models.sampler import PATCH_UNIT_BUCKETS_POW2, bucketed_vision_inputs
+from gui_jax.models.sampler import PATCH_UNIT_BUCKETS_POW2, bucketed_vision_inputs, per_row_vision_inputs
 
 DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
                           12288, 16384)
@@ -156,7 +157,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
     resp_len = bucket(max(resp_tokens), RESPONSE_BUCKETS, "response tokens per row")
     target_pos = np.zeros((n_rows, resp_len), np.int32)
     target_valid = np.zeros((n_rows, resp_len), bool)
-    pixels, grids = [], []
+    pixels, grids = [[] for _ in range(n_rows)], [[] for _ in range(n_rows)]  # per row
     for i, group in enumerate(groups):
         at, r_at = 0, 0  # next free column; next free target slot
         for k, s in enumerate(group):
@@ -176,8 +177,8 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
             grid = None
             if s.pixel_values is not None:
                 grid = np.asarray(s.image_grid_thw).reshape(-1, 3)
-                pixels.append(np.asarray(s.pixel_values, np.float32))
-                grids.append(grid)
+                pixels[i].append(np.asarray(s.pixel_values, np.float32))
+                grids[i].append(grid)
             # Each segment's own M-RoPE positions, as if it were alone in its row.
             seg_pos, _ = get_rope_index(ids[i:i + 1, sl], grid, None, model_cfg)
             pos[:, i, sl] = seg_pos[:, 0]
@@ -192,12 +193,15 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
              "advantages": adv, "old_logp": old, "ref_logp": ref, "position_ids": pos}
     if with_segment_ids:
         batch["segment_ids"] = seg
-    if pixels:
-        pv, layout = bucketed_vision_inputs(np.concatenate(pixels), np.concatenate(grids), model_cfg.vision,
-                                            unit_buckets=PATCH_UNIT_BUCKETS_POW2)
-        batch["pixel_values"] = pv
-        batch["vision_layout"] = layout
+    if any(pixels):
+        if getattr(model_cfg, "vision_per_row", False):
+            batch["pixel_values"], batch["vision_layout"] = per_row_vision_inputs(pixels, grids, model_cfg.vision)
+        else:
+            batch["pixel_values"], batch["vision_layout"] = bucketed_vision_inputs(
+                np.concatenate(sum(pixels, [])), np.concatenate(sum(grids, [])), model_cfg.vision,
+                unit_buckets=PATCH_UNIT_BUCKETS_POW2)
     return batch
+
 
 
 def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int,

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec
@@ -133,9 +134,13 @@ def place_batch(batch: Mapping, mesh, rules=shd.DEFAULT_RULES,
                 logical_axes: Optional[Mapping[str, Any]] = None) -> dict:
     """Host micro-batch → arrays on `mesh`: rows split over the 'batch' rule (data × fsdp axes), token
     positions [3, B, L] split on their B axis, image patches [N, D] split on N (replicated when N does not
-    divide), the vision layout's index arrays replicated.
+    divide), the vision layout's index arrays replicated; per-row images ([B, N, D], grouped layout) and
+    their layout split on B like the rows.
     logical_axes: extra per-key overrides (see `sharding.shard_batch`)."""
-    axes = {**BATCH_LOGICAL_AXES, **dict(logical_axes or {})}
+    axes = dict(BATCH_LOGICAL_AXES)
+    if np.ndim(batch.get("pixel_values")) == 3:  # per-row images: pixels and layout split with their rows
+        axes["pixel_values"] = axes["vision_layout"] = "default"
+    axes.update(dict(logical_axes or {}))
     return shd.shard_batch(dict(batch), mesh, rules, {k: v for k, v in axes.items() if k in batch})
 
 

@@ -10,4 +10,4 @@ from gui_jax.models.qwen2_5_vl.model import (  # noqa: F401
     Qwen25VLForConditionalGeneration, Qwen25VLOutput, logical_axes, splice_image_features)
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index, text_position_ids  # noqa: F401
 from gui_jax.models.qwen2_5_vl.text import KVCache  # noqa: F401
-from gui_jax.models.qwen2_5_vl.vision import VisionLayout, vision_layout  # noqa: F401
+from gui_jax.models.qwen2_5_vl.vision import VisionLayout, grouped_vision_layout, vision_layout  # noqa: F401

@@ -41,7 +41,7 @@ ATTENTION_IMPLS = ("auto", "xla", "splash", "cudnn")
 # the others are jax.checkpoint_policies of the same name (what is saved inside a layer).
 REMAT_POLICIES = ("none", "full", "dots_saveable", "dots_with_no_batch_dims_saveable", "nothing_saveable",
                   "everything_saveable")
-RUNTIME_FIELDS = ("attention_impl", "scan_layers", "remat_policy")  # not stored in config.json
+RUNTIME_FIELDS = ("attention_impl", "scan_layers", "remat_policy", "vision_per_row")  # not stored in config.json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +109,8 @@ class Qwen25VLConfig:
   attention_impl: str = "auto"  # 'auto' | 'xla' | 'splash' | 'cudnn' (gui_jax/models/attention.py)
   scan_layers: bool = False     # decoder layers / vision blocks as one stacked module run by a scan
   remat_policy: str = "none"    # activation rematerialisation per layer/block: see REMAT_POLICIES
+  vision_per_row: bool = False  # training batches carry images per row ([B, N, D] + grouped layout): sharded
+                                # runs keep the vision tower split over the batch axes (vision.py)
 
   def __post_init__(self):
     if self.text.hidden_size % self.text.num_attention_heads:

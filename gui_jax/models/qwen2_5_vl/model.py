@@ -19,7 +19,9 @@ API
                                               #   Each packed sequence needs its own position_ids (restarting at
                                               #   its start: get_rope_index per sequence, concatenated); without
                                               #   images and position_ids, text positions restart per segment.
-              pixel_values=None,              # [N, C*T*P*P] patches of all images (processor layout)
+              pixel_values=None,              # [N, C*T*P*P] patches of all images (processor layout), or
+                                              #   [B, N, C*T*P*P] per row with grouped_vision_layout
+                                              #   (vision.py: keeps sharded training split by rows)
               image_grid_thw=None,            # [num_images, 3] concrete numpy (host); or pass vision_layout
               position_ids=None,              # [3, B, L] M-RoPE ids; default: get_rope_index on host when
                                               #   image_grid_thw is concrete, else text positions
@@ -88,8 +90,16 @@ def _is_concrete(x) -> bool:
 def splice_image_features(embeds: jax.Array, input_ids: jax.Array, features: jax.Array,
                           image_token_id: int) -> jax.Array:
   """embeds [B, L, H]; features [M, H] -> embeds with the k-th image token (row-major) replaced by features[k].
-  Extra trailing feature rows (padding patches) are ignored."""
+  Per-row features [B, M, H] (a grouped vision layout): row b's k-th image token takes features[b, k], a batched
+  gather that stays split over the batch axes. Extra trailing feature rows (padding patches) are ignored."""
   b, l, h = embeds.shape
+  if features.ndim == 3:
+    if features.shape[0] != b:
+      raise ValueError(f"per-row image features {features.shape} need one group per row ({b} rows)")
+    is_img = input_ids == image_token_id
+    idx = jnp.clip(jnp.cumsum(is_img, axis=1) - 1, 0, features.shape[1] - 1)
+    gathered = jax.vmap(lambda f, i: f[i])(features.astype(embeds.dtype), idx)
+    return jnp.where(is_img[..., None], gathered, embeds)
   is_image = (input_ids == image_token_id).reshape(-1)
   idx = jnp.clip(jnp.cumsum(is_image) - 1, 0, features.shape[0] - 1)
   gathered = features.astype(embeds.dtype)[idx]
@@ -171,10 +181,11 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
       image_features = self.image_features(jnp.asarray(pixel_values), layout)
     if image_features is not None:
       if _is_concrete(input_ids) and not isinstance(image_features, jax.core.Tracer):
-        n_tok = int(np.sum(np.asarray(input_ids) == cfg.image_token_id))
-        if n_tok > image_features.shape[0]:
-          raise ValueError(f"{n_tok} image-pad tokens (id {cfg.image_token_id}) but only "
-                           f"{image_features.shape[0]} image feature rows")
+        per_row = image_features.ndim == 3
+        n_tok = int(np.max(np.sum(np.asarray(input_ids) == cfg.image_token_id, axis=1 if per_row else None)))
+        if n_tok > image_features.shape[-2]:
+          raise ValueError(f"{n_tok} image-pad tokens (id {cfg.image_token_id}) {'in a row ' if per_row else ''}"
+                           f"but only {image_features.shape[-2]} image feature rows")
       embeds = splice_image_features(embeds, input_ids, image_features, cfg.image_token_id)
 
     if position_ids is None:

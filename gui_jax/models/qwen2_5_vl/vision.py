@@ -14,6 +14,12 @@ attention_impl kernel with segment ids = slot validity), so the cost is per imag
 With `bucket=True` (the default when pad_patches_to is given) W, F and P are rounded up to buckets, so batches
 with different image counts (same padded patch count and frame-size bucket) mostly share one compiled program.
 
+Per-row images (`grouped_vision_layout`): pixel_values [G, N, D] with a VisionLayout whose arrays carry the same
+leading group axis G (one group = one batch row's images, padded to a common N and common block counts). Every
+gather is then batched over G, so under a mesh the tower's activations, gathers and their gradients stay split
+over the batch axes with the rows; the flat form [N, D] gathers across all images and makes XLA replicate them
+(tens of GiB per chip at 7B screenshot sizes). Output [G, N / merge**2, out_hidden].
+
 Blocks are a list (scan_layers=False) or one stacked VisionBlock (leading 'layers' axis) run by lax.scan over
 runs of same-kind blocks (a reshape to [groups, period] when full-attention blocks are periodic, as in the real
 configs: blocks 7, 15, 23, 31).
@@ -77,15 +83,20 @@ class VisionLayout:
 
 
 def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None,
-                  bucket: bool | None = None) -> VisionLayout:
+                  bucket: bool | None = None, *, window_blocks: int | None = None,
+                  frame_blocks: int | None = None, frame_len: int | None = None) -> VisionLayout:
   """Builds the VisionLayout (numpy) for `grid_thw` [num_images, 3]; optionally pads N up to `pad_patches_to`
   (a multiple of merge**2) so that batches with different image sizes share one compiled shape.
   bucket (default: pad_patches_to is not None): round the window count W and the frame count F up to powers of
   two and the frame block length P to 4 buckets per octave (empty blocks are all-invalid). Padding patches are
-  in no block (their attention output is zero), so W and F count real windows / frames only."""
+  in no block (their attention output is zero), so W and F count real windows / frames only.
+  window_blocks / frame_blocks / frame_len: force W, F and P (>= what the images need; for layouts that must
+  share shapes, see grouped_vision_layout). An empty grid gives a layout of padding only."""
   if bucket is None:
     bucket = pad_patches_to is not None
   grid = np.asarray(grid_thw, dtype=np.int64).reshape(-1, 3)
+  if grid.shape[0] == 0:
+    return _padding_layout(cfg, pad_patches_to or 0, window_blocks, frame_blocks, frame_len)
   m = cfg.spatial_merge_size
   unit = m * m
   ws = cfg.window_size // m // cfg.patch_size  # window side in merged units
@@ -131,26 +142,30 @@ def vision_layout(grid_thw, cfg: VisionConfig, pad_patches_to: int | None = None
   window_segments = np.repeat(win_seg, unit).astype(np.int32)
   full_segments = np.repeat(full_seg, unit).astype(np.int32)
   pow2 = (lambda c: bucket_up(c, pow2=True)) if bucket else None
-  gather, valid, slot = _window_blocks(window_segments, (ws * m) ** 2, pow2)
-  frame_len = max(h * w for _, h, w in grid.tolist())  # patches per frame
-  fgather, fvalid, fslot = _window_blocks(full_segments, bucket_up(frame_len) if bucket else frame_len,
-                                          pow2)
+  gather, valid, slot = _window_blocks(window_segments, (ws * m) ** 2, pow2, window_blocks)
+  need = max(h * w for _, h, w in grid.tolist())  # patches per frame
+  if frame_len is not None and frame_len < need:
+    raise ValueError(f"frame_len {frame_len} < the largest frame's {need} patches")
+  fgather, fvalid, fslot = _window_blocks(full_segments, frame_len or (bucket_up(need) if bucket else need),
+                                          pow2, frame_blocks)
   return VisionLayout(window_index=window_index, reverse_index=reverse_index, rot_pos=rot_pos,
                       window_segments=window_segments, full_segments=full_segments,
                       window_gather=gather, window_valid=valid, window_slot=slot,
                       full_gather=fgather, full_valid=fvalid, full_slot=fslot)
 
 
-def _window_blocks(segments: np.ndarray, size: int, count_bucket=None):
+def _window_blocks(segments: np.ndarray, size: int, count_bucket=None, count: int | None = None):
   """Splits the contiguous runs of `segments` into blocks of at most `size` patches; count_bucket(n) rounds the
-  block count up (extra blocks all-invalid). Padding patches (_PAD_SEGMENT) get no block: their slot is W * size,
-  one past the end (read as zeros). Returns gather [W, size], valid [W, size], slot [N]."""
+  block count up, `count` forces it (extra blocks all-invalid). Padding patches (_PAD_SEGMENT) get no block: their
+  slot is W * size, one past the end (read as zeros). Returns gather [W, size], valid [W, size], slot [N]."""
   n = segments.size
   starts = np.concatenate([[0], np.flatnonzero(np.diff(segments)) + 1])
   ends = np.concatenate([starts[1:], [n]])
   blocks = [(c, min(c + size, e)) for s, e in zip(starts, ends) if segments[s] != _PAD_SEGMENT
             for c in range(s, e, size)]
-  count = count_bucket(len(blocks)) if count_bucket else len(blocks)
+  if count is not None and count < len(blocks):
+    raise ValueError(f"{len(blocks)} attention blocks of {size} patches do not fit in the forced count {count}")
+  count = count if count is not None else (count_bucket(len(blocks)) if count_bucket else len(blocks))
   gather = np.zeros((count, size), np.int32)
   valid = np.zeros((count, size), bool)
   slot = np.full((n,), count * size, np.int32)
@@ -159,6 +174,38 @@ def _window_blocks(segments: np.ndarray, size: int, count_bucket=None):
     valid[w, :e - s] = True
     slot[s:e] = w * size + np.arange(e - s)
   return gather, valid, slot
+
+
+def _padding_layout(cfg: VisionConfig, n: int, window_blocks, frame_blocks, frame_len) -> VisionLayout:
+  """Layout of n padding patches and no image (a batch row without screenshots in a grouped layout)."""
+  unit = cfg.spatial_merge_size ** 2
+  if n % unit:
+    raise ValueError(f"pad_patches_to {n} must be a multiple of {unit}")
+  seg = np.full(n, _PAD_SEGMENT, np.int32)
+  win = (cfg.window_size // cfg.patch_size) ** 2
+  gather, valid, slot = _window_blocks(seg, win, None, window_blocks or 1)
+  fgather, fvalid, fslot = _window_blocks(seg, frame_len or unit, None, frame_blocks or 1)
+  idx = np.arange(n // unit, dtype=np.int32)
+  return VisionLayout(window_index=idx, reverse_index=idx.copy(), rot_pos=np.zeros((n, 2), np.int32),
+                      window_segments=seg, full_segments=seg.copy(), window_gather=gather, window_valid=valid,
+                      window_slot=slot, full_gather=fgather, full_valid=fvalid, full_slot=fslot)
+
+
+def grouped_vision_layout(grids, cfg: VisionConfig, pad_patches_to: int) -> VisionLayout:
+  """One layout per group (a batch row's images, `grids[g]` [n_images_g, 3], possibly empty), all padded to
+  `pad_patches_to` patches and to common window / frame block counts and frame length (4 buckets per octave), stacked
+  on a leading group axis: every array [G, ...]. Use with pixel_values [G, pad_patches_to, D]."""
+  grids = [np.asarray(g, np.int64).reshape(-1, 3) for g in grids]
+  if not grids:
+    raise ValueError("grouped_vision_layout needs at least one group")
+  exact = [vision_layout(g, cfg, pad_patches_to, bucket=False) for g in grids if g.shape[0]]
+  # counts rounded to 4 buckets per octave (<= 25 % padded blocks), shared by every group
+  shapes = dict(window_blocks=bucket_up(max([lay.window_gather.shape[0] for lay in exact], default=1)),
+                frame_blocks=bucket_up(max([lay.full_gather.shape[0] for lay in exact], default=1)),
+                frame_len=bucket_up(max([lay.full_gather.shape[1] for lay in exact],
+                                        default=cfg.spatial_merge_size ** 2)))
+  layouts = [vision_layout(g, cfg, pad_patches_to, **shapes) for g in grids]
+  return jax.tree.map(lambda *a: np.stack(a), *layouts)
 
 
 class VisionMLP(nnx.Module):
@@ -188,21 +235,28 @@ class VisionAttention(nnx.Module):
                        param_dtype=param_dtype, rngs=rngs)
 
   def __call__(self, x, cos, sin, layout: VisionLayout, windowed: bool):
-    """x [N, D] (window order); cos/sin [N, head_dim] -> [N, D].
+    """x [G, N, D] (window order, per group); cos/sin [G, N, head_dim]; layout arrays [G, ...] -> [G, N, D].
 
     windowed: attention inside each window block ([W, S, S] scores, XLA: the blocks are small). Otherwise inside
-    each image frame's block ([F, P, P], the configured attention kernel)."""
-    n = x.shape[0]
-    q, k, v = jnp.moveaxis(self.qkv(x).reshape(n, 3, self.num_heads, self.head_dim), 1, 0)
+    each image frame's block ([F, P, P], the configured attention kernel). Blocks of all groups run as one
+    batch of G * blocks."""
+    grp, n = x.shape[:2]
+    q, k, v = jnp.moveaxis(self.qkv(x).reshape(grp, n, 3, self.num_heads, self.head_dim), 2, 0)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     if windowed:
       g, ok, slot, impl = layout.window_gather, layout.window_valid, layout.window_slot, "xla"
     else:
       g, ok, slot, impl = layout.full_gather, layout.full_valid, layout.full_slot, self.attention_impl
-    seg = jnp.asarray(ok).astype(jnp.int32)  # 1 = patch, 0 = empty slot
-    out = attention(q[g], k[g], v[g], seg, causal=False, scale=self.head_dim ** -0.5, impl=impl)
-    out = out.reshape(-1, self.num_heads, self.head_dim).at[slot].get(mode="fill", fill_value=0)  # pad: zeros
-    return self.proj(out.reshape(n, -1))
+    blocks = jax.vmap(lambda a, i: a[i])  # per group: [N, H, hd][W, S] -> [W, S, H, hd]
+
+    def flat(a):
+      return blocks(a, g).reshape(-1, g.shape[-1], self.num_heads, self.head_dim)  # [G * W, S, H, hd]
+    seg = jnp.asarray(ok).astype(jnp.int32).reshape(-1, g.shape[-1])  # 1 = patch, 0 = empty slot
+    out = attention(flat(q), flat(k), flat(v), seg, causal=False, scale=self.head_dim ** -0.5, impl=impl)
+    out = out.reshape(grp, -1, self.num_heads * self.head_dim)
+    # back to patch order; padding patches (slot one past the end) read zeros
+    out = jax.vmap(lambda o, s: o.at[s].get(mode="fill", fill_value=0))(out, slot)
+    return self.proj(out)
 
 
 class VisionBlock(nnx.Module):
@@ -229,7 +283,8 @@ class PatchMerger(nnx.Module):
     self.merged_dim = d
 
   def __call__(self, x):
-    x = self.ln_q(x).reshape(-1, self.merged_dim)
+    """x [G, N, D] -> [G, N / merge**2, out]."""
+    x = self.ln_q(x).reshape(x.shape[0], -1, self.merged_dim)
     return self.mlp_out(jax.nn.gelu(self.mlp_in(x), approximate=False))
 
 
@@ -260,43 +315,54 @@ class VisionTower(nnx.Module):
     return self.remat_policy != "none"
 
   def rotary(self, rot_pos: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """rot_pos [N, 2] -> cos, sin [N, head_dim]: first half rotates by row, second half by column."""
+    """rot_pos [..., N, 2] -> cos, sin [..., N, head_dim]: first half rotates by row, second half by column."""
     quarter = self.cfg.head_dim // 2
     inv_freq = 1.0 / (self.cfg.rope_theta ** (jnp.arange(0, quarter, 2, dtype=jnp.float32) / quarter))
-    freqs = rot_pos.astype(jnp.float32)[:, :, None] * inv_freq  # [N, 2, head_dim/4]
-    emb = freqs.reshape(freqs.shape[0], -1)                      # [N, head_dim/2] = [rows | cols]
+    freqs = rot_pos.astype(jnp.float32)[..., None] * inv_freq  # [..., N, 2, head_dim/4]
+    emb = freqs.reshape(freqs.shape[:-2] + (-1,))               # [..., N, head_dim/2] = [rows | cols]
     emb = jnp.concatenate([emb, emb], axis=-1)
     return jnp.cos(emb), jnp.sin(emb)
 
   def __call__(self, pixel_values: jax.Array, layout: VisionLayout) -> jax.Array:
+    """pixel_values [N, D] with a flat layout -> [N/U, out]; or [G, N, D] with a grouped layout -> [G, N/U, out]."""
     unit = self.cfg.spatial_merge_size ** 2
+    grouped = pixel_values.ndim == 3
+    layout = jax.tree.map(jnp.asarray, layout)
+    if grouped != (layout.window_segments.ndim == 2):
+      raise ValueError(f"pixel_values {pixel_values.shape} and vision layout (window_segments "
+                       f"{layout.window_segments.shape}) disagree on the group axis: use grouped_vision_layout "
+                       "with [G, N, D] pixel values, vision_layout with [N, D]")
+    if not grouped:
+      pixel_values, layout = pixel_values[None], jax.tree.map(lambda a: a[None], layout)
     x = self.patch_embed(pixel_values.astype(self.dtype))
-    n = x.shape[0]
-    if layout.window_segments.shape[0] != n:
+    n = x.shape[1]
+    if layout.window_segments.shape[1] != n:
       raise ValueError(f"pixel_values has {n} patches but the vision layout covers "
-                       f"{layout.window_segments.shape[0]} (pad pixel_values or rebuild the layout)")
+                       f"{layout.window_segments.shape[1]} (pad pixel_values or rebuild the layout)")
 
     def to_window_order(a):
-      return a.reshape(n // unit, unit, -1)[layout.window_index].reshape(n, -1)
+      return jax.vmap(lambda r, i: r.reshape(n // unit, unit, -1)[i].reshape(n, -1))(a, layout.window_index)
 
-    # patches split over the batch mesh axes: a whole batch of screenshots' activations (and the copies
-    # rematerialisation saves per block) must not sit on every chip
-    x = constrain(to_window_order(x), ("batch", None))
-    cos, sin = self.rotary(jnp.asarray(layout.rot_pos))
+    # activations split over the batch mesh axes (groups = rows; the flat form splits its patches): a batch of
+    # screenshots' activations, and the copies rematerialisation saves per block, must not sit on every chip
+    axes = ("batch", None, None) if grouped else (None, "batch", None)
+    x = constrain(to_window_order(x), axes)
+    cos, sin = self.rotary(layout.rot_pos)
     cos, sin = to_window_order(cos), to_window_order(sin)
     full_blocks = set(self.cfg.fullatt_block_indexes)
     if self.scan_layers:
-      x = self._scan_blocks(x, cos, sin, layout)
+      x = self._scan_blocks(x, cos, sin, layout, axes)
     else:
       for i, block in enumerate(self.blocks):
         if self.remat:
           x = _remat_block(i not in full_blocks, self.remat_policy)(block, x, cos, sin, layout)
         else:
           x = block(x, cos, sin, layout, windowed=i not in full_blocks)
-    merged = self.merger(x)  # [N/U, out] in window order
-    return merged[layout.reverse_index]
+    merged = self.merger(x)  # [G, N/U, out] in window order
+    merged = jax.vmap(lambda m, r: m[r])(merged, layout.reverse_index)
+    return merged if grouped else merged[0]
 
-  def _scan_blocks(self, x, cos, sin, layout):
+  def _scan_blocks(self, x, cos, sin, layout, axes):
     """Stacked blocks: one lax.scan per run of same-kind blocks, or a scan over [groups, period] when the
     full-attention blocks are every period-th block ending the stack (period-1 windowed, then 1 full)."""
     graphdef, params = nnx.split(self.blocks)
@@ -304,7 +370,7 @@ class VisionTower(nnx.Module):
 
     def block_fn(windowed):
       def run(p, h):
-        return constrain(nnx.merge(graphdef, p)(h, cos, sin, layout, windowed=windowed), ("batch", None))
+        return constrain(nnx.merge(graphdef, p)(h, cos, sin, layout, windowed=windowed), axes)
       if self.remat:
         run = jax.checkpoint(run, policy=remat_policy_fn(self.remat_policy), prevent_cse=False)
       return run
