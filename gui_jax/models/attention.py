@@ -9,7 +9,9 @@
   Returns [B, T, H, D] in q's dtype.
 
 Implementations (`impl`, the model config's `attention_impl`):
-  'xla'    einsum reference: float32 scores [B, KV, G, T, S] materialised. Any platform.
+  'xla'    einsum reference: float32 scores [B, KV, G, T, S] materialised (over query chunks of XLA_QUERY_CHUNK
+           when they would exceed XLA_SCORE_BYTES, e.g. a full-resolution screenshot's vision attention on CPU).
+           Any platform.
   'splash' Pallas splash attention (TPU flash kernel; block-sparse over the causal mask, segment ids in-kernel).
            K/V are not repeated for GQA: the MQA kernel runs once per kv head over its group of query heads.
            Sequences are padded to the block size and head_dim to a multiple of 128 (the TPU lane width).
@@ -34,6 +36,8 @@ import jax.numpy as jnp
 IMPLS = ("auto", "xla", "splash", "cudnn")
 SPLASH_BLOCK = 512   # query / key block of the splash kernel (shorter sequences use one block)
 _LANES = 128         # TPU lane width: splash blocks and head_dim are multiples of it
+XLA_SCORE_BYTES = 1 << 28  # 'xla' above this many bytes of float32 scores runs over query chunks
+XLA_QUERY_CHUNK = 1024
 
 
 class _Target(threading.local):
@@ -119,7 +123,9 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, 
   segment_ids = segment_ids.astype(jnp.int32)
   kv_segment_ids = kv_segment_ids.astype(jnp.int32)
   impl = resolve_impl(impl, q.dtype)
-  if impl == "xla":
+  if impl == "xla" and b * h * t * s * 4 > XLA_SCORE_BYTES and t > XLA_QUERY_CHUNK:
+    out = _query_chunked(q, k, v, segment_ids, kv_segment_ids, causal, scale, XLA_QUERY_CHUNK)
+  elif impl == "xla":
     out = masked_attention(q, k, v, segment_mask(segment_ids, kv_segment_ids, causal), scale)
   elif impl == "cudnn":
     out = _dot_product_attention(q, k, v, segment_ids, kv_segment_ids, causal, scale, "cudnn")
@@ -128,6 +134,28 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, 
       interpret = current_platform() != "tpu"
     out = _splash_on_mesh(q, k, v, segment_ids, kv_segment_ids, causal, scale, interpret, block)
   return jnp.where((segment_ids != 0)[:, :, None, None], out, 0).astype(q.dtype)
+
+
+def _query_chunked(q, k, v, seg_q, seg_kv, causal, scale, chunk):
+  """The XLA reference over query chunks of `chunk` rows (lax.map, each chunk rematerialised in the backward
+  pass): float32 scores [B, KV, G, chunk, S] at a time instead of [.., T, S] (a 13k-patch screenshot's full
+  attention would otherwise hold GBs of scores on a CPU). Same math as masked_attention."""
+  b, t, h, d = q.shape
+  s = k.shape[1]
+  tp = _round_up(t, chunk)
+  n = tp // chunk
+  qc = jnp.pad(q, ((0, 0), (0, tp - t), (0, 0), (0, 0))).reshape(b, n, chunk, h, d).swapaxes(0, 1)
+  sc = jnp.pad(seg_q, ((0, 0), (0, tp - t))).reshape(b, n, chunk).swapaxes(0, 1)
+
+  @jax.checkpoint
+  def one(args):
+    qi, si, start = args                                   # [B, c, H, D], [B, c], []
+    mask = si[:, :, None] == seg_kv[:, None, :]
+    if causal:
+      mask = mask & (jnp.arange(s)[None, :] <= (start + jnp.arange(chunk))[:, None])[None]
+    return masked_attention(qi, k, v, mask, scale)
+  out = jax.lax.map(one, (qc, sc, jnp.arange(n) * chunk))  # [n, B, c, H, D]
+  return out.swapaxes(0, 1).reshape(b, tp, h, d)[:, :t]
 
 
 # ------------------------------------------------------------------------------------------------ cuDNN

@@ -57,6 +57,29 @@ def test_xla_reference_and_cudnn_wrapper_match_naive_segment_attention(causal):
   assert np.abs(np.asarray(wrapped_bf16) - np.asarray(ref)).max() <= 2e-2
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_xla_query_chunks_equal_the_whole_score_matrix(causal, monkeypatch):
+  """Above XLA_SCORE_BYTES the 'xla' path runs over query chunks (T = 200 is not a multiple of the chunk 64):
+  the same outputs and gradients as the unchunked reference and the float64 one."""
+  q, k, v, seg = _inputs(jnp.float32)
+
+  def run(q, k, v):
+    return attn.attention(q, k, v, seg, causal=causal, scale=D ** -0.5, impl="xla")
+
+  def loss(q, k, v):
+    return (run(q, k, v) ** 2).sum()
+  whole, g_whole = run(q, k, v), jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+  monkeypatch.setattr(attn, "XLA_SCORE_BYTES", 0)
+  monkeypatch.setattr(attn, "XLA_QUERY_CHUNK", 64)
+  jaxpr = str(jax.make_jaxpr(run)(q, k, v))
+  assert "scan" in jaxpr or "while" in jaxpr  # really the chunked path
+  chunked, g_chunked = run(q, k, v), jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+  assert np.abs(np.asarray(chunked) - _naive(q, k, v, seg, causal)).max() <= 1e-5
+  assert np.abs(np.asarray(chunked) - np.asarray(whole)).max() <= 1e-6
+  for a, b in zip(g_whole, g_chunked):
+    assert np.abs(np.asarray(a) - np.asarray(b)).max() <= 1e-5
+
+
 def test_splash_kernel_in_interpret_mode_matches_reference_f32_bf16_and_grads():
   q, k, v, seg = _inputs(jnp.float32, seed=1)
 
