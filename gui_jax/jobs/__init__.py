@@ -40,6 +40,10 @@ JOBS: dict[str, JobEntry] = {
                              "train the step/outcome reward model on PhoneSim reward data; held-out F1 table"),
     "reward_eval": JobEntry("gui_jax.jobs.reward_eval:run",
                             "reward-model step / outcome precision, recall, F1 by length and difficulty"),
+    "verifier_eval": JobEntry("gui_jax.jobs.verifier_eval:run",
+                              "best-of-n verifier (policy samples, RM picks): held-out SR against n with 95 % CIs"),
+    "self_improve": JobEntry("gui_jax.jobs.self_improve:run",
+                             "self-improvement rounds: RM-guided beam search → SFT on successes; SR per round"),
 }
 
 

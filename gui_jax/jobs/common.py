@@ -35,6 +35,7 @@ TRAINING_JOB_OUTPUTS = {
     "quickstart": ("sft", "rl", "offline_rl", "results.json", "results.md", "metrics.jsonl", "logs",
                    "training_curves.png"),
     "reasoning_sft": ("round_*", "init", "reasoning_sft.json", "metrics.jsonl", "logs", "training_curves.png"),
+    "self_improve": ("round_*", "init_sft", "results.json", "results.md", "metrics.jsonl", "logs"),
 }
 # Which episode folders (sides) a job reads through `prepare`.
 JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",)}

@@ -5,6 +5,8 @@ deterministically (PhoneSim: reset(task) + the same actions → the same state),
     propose(goal, history, obs, n, rng) -> list[Action]     n candidate actions (e.g. policy samples)
     score(goal, history, obs, action)   -> float            step reward (e.g. the RM's P(+))
 history = [(obs, action), ...] of the partial trajectory so far.
+Optional `score_many(goal, history, obs, actions) -> sequence of floats` scores all candidates of one
+proposal in one call (a batched reward model); it must equal [score(..., a) for a in actions].
 """
 from __future__ import annotations
 
@@ -26,6 +28,15 @@ class Partial:
     obs: object = None
 
 
+def _scores(goal, history, obs, cands, score: Callable, score_many: Optional[Callable]) -> list[float]:
+    if score_many is None:
+        return [float(score(goal, history, obs, a)) for a in cands]
+    vals = [float(v) for v in score_many(goal, history, obs, cands)]
+    if len(vals) != len(cands):
+        raise ValueError(f"score_many returned {len(vals)} scores for {len(cands)} candidates")
+    return vals
+
+
 def _replay(make_env: Callable, task, actions: Sequence[Action]):
     env = make_env()
     obs, done, info = env.reset(task), False, {}
@@ -37,7 +48,8 @@ def _replay(make_env: Callable, task, actions: Sequence[Action]):
 
 
 def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *, beam_width: int = 5,
-                num_candidates: int = 10, max_steps: int = 15, seed: int = 0) -> list[Partial]:
+                num_candidates: int = 10, max_steps: int = 15, seed: int = 0,
+                score_many: Optional[Callable] = None) -> list[Partial]:
     """Expands every live partial trajectory with `num_candidates` proposals, keeps the `beam_width` best by
     cumulative step reward (ties: earlier proposal first), and stops a partial when its episode ends (the
     env's own success check verifies the outcome). Returns the finished partials, best first, plus any
@@ -51,8 +63,9 @@ def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *,
         expansions = []
         for b_idx, p in enumerate(beam):
             cands = propose(task.goal, p.history, p.obs, num_candidates, rng)
-            for c_idx, a in enumerate(cands):
-                expansions.append((p.score + float(score(task.goal, p.history, p.obs, a)), b_idx, c_idx, p, a))
+            vals = _scores(task.goal, p.history, p.obs, cands, score, score_many)
+            for c_idx, (a, v) in enumerate(zip(cands, vals)):
+                expansions.append((p.score + v, b_idx, c_idx, p, a))
         # stable: highest cumulative score first, then the beam's order, then the proposal order
         expansions.sort(key=lambda e: (-e[0], e[1], e[2]))
         new_beam = []
@@ -69,26 +82,27 @@ def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *,
     return finished + beam
 
 
-def best_of_n(goal, history, obs, propose: Callable, score: Callable, n: int, rng) -> tuple[Action, list]:
+def best_of_n(goal, history, obs, propose: Callable, score: Callable, n: int, rng, *,
+              score_many: Optional[Callable] = None) -> tuple[Action, list]:
     """GUI-Shepherd verifier step: sample n candidates, return the argmax-score one (first on ties) and all
     (action, score) pairs."""
     cands = propose(goal, history, obs, n, rng)
     if not cands:
         raise ValueError("the proposer returned no candidate action")
-    scored = [(a, float(score(goal, history, obs, a))) for a in cands]
+    scored = list(zip(cands, _scores(goal, history, obs, cands, score, score_many)))
     best = max(range(len(scored)), key=lambda i: (scored[i][1], -i))
     return scored[best][0], scored
 
 
 def run_with_verifier(task, make_env: Callable, propose: Callable, score: Callable, *, n: int,
-                      max_steps: int = 15, seed: int = 0) -> dict:
+                      max_steps: int = 15, seed: int = 0, score_many: Optional[Callable] = None) -> dict:
     """One episode acting with the best-of-n verifier; returns success, steps and the chosen actions."""
     rng = np.random.default_rng(seed)
     env = make_env()
     obs, history, info = env.reset(task), [], {}
     try:
         for _ in range(max_steps):
-            a, _ = best_of_n(task.goal, history, obs, propose, score, n, rng)
+            a, _ = best_of_n(task.goal, history, obs, propose, score, n, rng, score_many=score_many)
             history.append((obs, a))
             obs, done, info = env.step(a)
             if done:

@@ -1,0 +1,291 @@
+"""Job: UI-Genie self-improvement rounds (docs/algorithms.md §9): reward-guided beam search synthesises
+successful trajectories, the policy is fine-tuned on them, and its held-out online SR is measured per round.
+
+    python -m gui_jax.main --config configs/self_improve.py \
+        --config.self_improve.rm_checkpoint_dir=runs/reward_model/rm/checkpoints [--workdir runs/self_improve]
+
+Round r = 0 … R (`self_improve.rounds`):
+  1. evaluate the round's policy online on the held-out tasks (greedy; SR with its Wilson 95 % interval,
+     paired with round 0 on the same tasks by an exact McNemar test);
+  2. (r < R) beam search on `tasks_per_round` fresh train tasks (seeds from `synth_seed_range`, a disjoint
+     slice per round, at most `max_optimal_steps[r]` steps): `num_candidates` policy samples per step, the
+     RM's step score, the best `beam_width` partial trajectories kept, PhoneSim's success check at the end;
+     the best successful trajectory of each task is kept;
+  3. (r < R) SFT (train/sft.py, `self_improve.sft`) of the policy on the expert episodes + every trajectory
+     synthesised so far → the policy of round r + 1.
+Round 0's policy: `self_improve.policy_checkpoint_dir`, else the configured model after `sft` on the expert
+episodes (init_sft/; `sft.num_steps` = 0 keeps it untrained).
+Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis (round_<r>/synth/) and SFT
+(round_<r>/sft/checkpoints) are not redone when present. results.json / results.md summarise every round.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import ml_collections
+
+from gui_jax.config_check import ConfigError, checkpoint_steps
+from gui_jax.core.types import Episode
+from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
+from gui_jax.jobs import common
+from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, load_policy,
+                                       load_reward_model, policy_proposer, rm_step_scorer, sim_factory)
+from gui_jax.rewards.search import beam_search
+
+SYNTH_KEY = "synth.json"
+
+
+# ------------------------------------------------------------------------------------------ config
+def check_self_improve_config(config) -> None:
+    """ConfigError naming the first bad field (the shared blocks first, then `self_improve`)."""
+    from gui_jax.config_check import check_config, template_names
+    check_config(config)
+    if "self_improve" not in config:
+        raise ConfigError("config has no 'self_improve' block; start from configs/self_improve.py")
+    si = config.self_improve
+    for name, lo in (("rounds", 0), ("tasks_per_round", 1), ("beam_width", 1), ("num_candidates", 1)):
+        if not _is_int(si[name]) or si[name] < lo:
+            _fail(f"self_improve.{name}", si[name], f"expected an integer ≥ {lo}")
+    steps = si.max_optimal_steps
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (tuple, list)) or not steps \
+            or not all(_is_int(s) and s >= 1 for s in steps):
+        _fail("self_improve.max_optimal_steps", steps, "expected a non-empty tuple of integers ≥ 1 (one per round; "
+              "the last repeats)")
+    rng = si.synth_seed_range
+    if not (isinstance(rng, (tuple, list)) and len(rng) == 2 and all(_is_int(x) for x in rng)
+            and rng[1] - rng[0] >= max(si.rounds, 1)):
+        _fail("self_improve.synth_seed_range", rng, f"expected (first, end) with at least {max(si.rounds, 1)} "
+              "seeds (one disjoint slice per round)")
+    a, b = config.data.test_seed_range
+    if max(rng[0], a) < min(rng[1], b):
+        _fail("self_improve.synth_seed_range", tuple(rng), f"overlaps data.test_seed_range {(a, b)}; "
+              "synthesis must use unseen-by-evaluation seeds")
+    if isinstance(si.templates, (str, bytes)) or not isinstance(si.templates, (tuple, list)):
+        _fail("self_improve.templates", si.templates, "expected a tuple of template names (() = data.templates)")
+    known = template_names()
+    for t in si.templates:
+        if t not in known:
+            from gui_jax.config_check import unknown
+            _fail("self_improve.templates", tuple(si.templates), unknown(f"template {t!r}", t, known))
+    check_search_fields(config, "self_improve")
+    check_rm_source(config, "self_improve")
+
+
+# ------------------------------------------------------------------------------------------ tasks and episodes
+def synth_tasks(config, r: int) -> list:
+    """Round r's search tasks: the r-th disjoint seed slice of synth_seed_range, the configured templates
+    (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates."""
+    from gui_jax.tasks.registry import list_templates, make_tasks
+    si, d = config.self_improve, config.data
+    s0, s1 = si.synth_seed_range
+    span = (s1 - s0) // max(si.rounds, 1)
+    templates = tuple(si.templates) or tuple(d.templates) or tuple(list_templates())
+    limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
+    dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),
+                                      "templates": templates})
+    return common.select_tasks(make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span)), dcfg,
+                               si.tasks_per_round)
+
+
+def _materialize(obs):
+    return obs.materialize() if hasattr(obs, "materialize") else obs
+
+
+def target_bbox(action, obs):
+    """The bounds of a point action's target: its element, else the smallest visible element holding the point
+    (what the oracle records, so element-mode SFT can name the element)."""
+    from gui_jax.rl.prompting import visible_elements
+    if action.type not in ("click", "long_press"):
+        return None
+    els = visible_elements(obs)
+    if action.element is not None:
+        hit = [e for e in els if e.index == action.element]
+    else:
+        hit = [e for e in els if e.bounds[0] <= action.x <= e.bounds[2] and e.bounds[1] <= action.y <= e.bounds[3]]
+    if not hit:
+        return None
+    e = min(hit, key=lambda e: (e.bounds[2] - e.bounds[0]) * (e.bounds[3] - e.bounds[1]))
+    return tuple(float(v) for v in e.bounds)
+
+
+def partial_episode(task, partial) -> Episode:
+    """A successful beam-search trajectory as an SFT episode (observations before each action + the last)."""
+    observations = [_materialize(o) for o, _ in partial.history] + [_materialize(partial.obs)]
+    return Episode(episode_id=f"{task.task_id}@beam", goal=task.goal, observations=observations,
+                   actions=list(partial.actions), app=task.app, template=task.template, difficulty=task.difficulty,
+                   target_bboxes=[target_bbox(a, o) for a, o in zip(partial.actions, observations)],
+                   info={"seed": task.seed, "source": "reward_guided_beam_search", "score": float(partial.score),
+                         "success": True, "coords": "screen"})
+
+
+def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = False) -> list[Episode]:
+    """The best successful beam-search trajectory of each task (tasks without one give none)."""
+    from tqdm.auto import tqdm
+    out = []
+    for i, task in enumerate(tqdm(tasks, desc="beam search", unit="task", disable=not progress)):
+        parts = beam_search(task, make_env, propose, None, beam_width=si.beam_width,
+                            num_candidates=si.num_candidates, max_steps=si.max_steps, seed=int(si.seed) + i,
+                            score_many=score_many)
+        best = next((p for p in parts if p.done and p.success), None)
+        if best is not None:
+            out.append(partial_episode(task, best))
+    return out
+
+
+def load_synth(folder: str):
+    """(episodes, key) of a finished synthesis folder, or None if absent or unfinished."""
+    from gui_jax.data.episode_store import EpisodeStore
+    path = os.path.join(folder, SYNTH_KEY)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        key = json.load(f)
+    eps = list(EpisodeStore(os.path.join(folder, "episodes"), use_index=False)) if key["successes"] else []
+    if [e.episode_id for e in eps] != key["episode_ids"]:
+        raise common.StaleEpisodesError(f"{folder} holds {len(eps)} synthesised episodes, its {SYNTH_KEY} "
+                                        f"lists {len(key['episode_ids'])}; delete the folder to redo the round")
+    return eps, key
+
+
+def save_synth(folder: str, episodes, tasks) -> dict:
+    from gui_jax.core.serialize import save_episode
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)  # an interrupted synthesis: start it again
+    os.makedirs(os.path.join(folder, "episodes"))
+    for i, ep in enumerate(episodes):
+        save_episode(ep, os.path.join(folder, "episodes", f"{i:06d}"))
+    key = {"searched": [t.task_id for t in tasks], "successes": len(episodes),
+           "episode_ids": [e.episode_id for e in episodes]}
+    with open(os.path.join(folder, SYNTH_KEY), "w") as f:
+        json.dump(key, f, indent=1)
+    return key
+
+
+# ------------------------------------------------------------------------------------------ results
+def _read(path: str):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def round_row(ev: dict, base: dict, synth: dict | None) -> dict:
+    s, s0 = ev["success"], base["success"]
+    k, n = int(sum(s)), len(s)
+    lo, hi = wilson_interval(k, n)
+    b, c = paired_counts(s0, s)
+    return {"SR": k / n, "successes": k, "episodes": n, "ci95": [lo, hi], "lost_vs_round0": b,
+            "gained_vs_round0": c, "mcnemar_p_vs_round0": mcnemar_exact(s0, s),
+            "synth_searched": len(synth["searched"]) if synth else 0,
+            "synth_successes": synth["successes"] if synth else 0, "success": s}
+
+
+def format_rounds(rows: dict) -> str:
+    lines = ["| round | online SR [95 % Wilson] | successes | Δ SR vs round 0 (lost/gained, exact McNemar p) | "
+             "synthesised successes / tasks searched |", "|---|---|---|---|---|"]
+    base = rows["0"]["SR"]
+    for r in sorted(rows, key=int):
+        x = rows[r]
+        cmp = "(reference)" if r == "0" else (f"{x['SR'] - base:+.3f} ({x['lost_vs_round0']}/{x['gained_vs_round0']}, "
+                                              f"p={x['mcnemar_p_vs_round0']:.3g})")
+        lines.append(f"| {r} | {x['SR']:.3f} [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}] | {x['successes']}/"
+                     f"{x['episodes']} | {cmp} | {x['synth_successes']} / {x['synth_searched']} |")
+    return "\n".join(lines)
+
+
+def write_results(workdir: str, rounds: int, extra: dict) -> dict:
+    evals = {r: _read(os.path.join(workdir, f"round_{r}", "eval.json")) for r in range(rounds + 1)}
+    rows = {}
+    for r in range(rounds + 1):
+        if evals[r] is not None:
+            synth = _read(os.path.join(workdir, f"round_{r}", "synth", SYNTH_KEY))
+            rows[str(r)] = round_row(evals[r], evals[0], synth)
+    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, **extra}
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    table = format_rounds(rows)
+    with open(os.path.join(workdir, "results.md"), "w") as f:
+        f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out PhoneSim tasks\n\n{table}\n\n"
+                "online SR: greedy; [lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired with "
+                "round 0 on the same tasks\n")
+    print(table)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the job
+def _sft_done(folder: str, num_steps: int) -> bool:
+    steps = checkpoint_steps(os.path.join(folder, "checkpoints"))
+    return bool(steps) and steps[-1] >= num_steps
+
+
+def run(config, workdir: str) -> None:
+    from gui_jax.eval.online import run_online_episodes
+    from gui_jax.jobs.reward_model import rm_configs
+    from gui_jax.train.logger import MetricsLogger
+    from gui_jax.train.sft import train_sft
+    check_self_improve_config(config)
+    os.makedirs(workdir, exist_ok=True)
+    si, R = config.self_improve, int(config.self_improve.rounds)
+    progress = bool(si.get("progress", True))
+    _, test_tasks, train_eps, _ = common.prepare(config, workdir, sides=("train",))
+    rdir = [os.path.join(workdir, f"round_{r}") for r in range(R + 1)]
+
+    def complete(r):
+        return os.path.exists(os.path.join(rdir[r], "eval.json")) and (
+            r == R or (load_synth(os.path.join(rdir[r], "synth")) is not None
+                       and _sft_done(os.path.join(rdir[r], "sft"), si.sft.num_steps)))
+    start = next((r for r in range(R + 1) if not complete(r)), None)
+    t0 = time.time()
+    extra = {"profile": {}}
+    if start is not None:
+        pcfg, rcfg = rm_configs(config)
+        render = pcfg.observation in ("screenshot", "both")
+        logger = MetricsLogger(workdir)
+        if start == 0:
+            agent, source = load_policy(config, si.policy_checkpoint_dir, "self_improve.policy_checkpoint_dir")
+            if not si.policy_checkpoint_dir and config.sft.num_steps > 0:
+                train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "init_sft"),
+                          logger=logger, prefix="init_sft")
+        else:
+            agent, _ = load_policy(config, os.path.join(rdir[start - 1], "sft", "checkpoints"),
+                                   f"self_improve (round_{start - 1}/sft/checkpoints)")
+        rm, _ = load_reward_model(config, "self_improve")
+        propose = policy_proposer(agent.policy, pcfg, temperature=si.temperature, render=render)
+        score_many = rm_step_scorer(rm, pcfg, rcfg)
+        make_env = sim_factory(config.data.resolution, si.max_steps, render)
+        synth_all = [ep for r in range(start) for ep in load_synth(os.path.join(rdir[r], "synth"))[0]]
+        for r in range(start, R + 1):
+            os.makedirs(rdir[r], exist_ok=True)
+            ev_path = os.path.join(rdir[r], "eval.json")
+            if not os.path.exists(ev_path):
+                recs = run_online_episodes(agent.policy, test_tasks, pcfg, trials=1, temperature=0.0,
+                                           resolution=tuple(config.data.resolution), max_steps=si.max_steps,
+                                           seed=int(config.seed), progress=progress)
+                with open(ev_path, "w") as f:
+                    json.dump({"task_ids": [x["task_id"] for x in recs],
+                               "success": [int(x["success"]) for x in recs],
+                               "steps": [int(x["steps"]) for x in recs]}, f, indent=1)
+            print(f"[round {r}] online SR {json.load(open(ev_path))['success'].count(1)}/{len(test_tasks)}",
+                  flush=True)
+            if r == R:
+                break
+            folder = os.path.join(rdir[r], "synth")
+            loaded = load_synth(folder)
+            if loaded is None:
+                tasks = synth_tasks(config, r)
+                eps = synthesise(tasks, make_env, propose, score_many, si, progress=progress)
+                save_synth(folder, eps, tasks)
+                loaded = load_synth(folder)
+            synth_all += loaded[0]
+            print(f"[round {r}] synthesised {len(loaded[0])} successful trajectories "
+                  f"({len(loaded[1]['searched'])} tasks searched)", flush=True)
+            sft_cfg = ml_collections.ConfigDict(si.sft.to_dict())
+            sft_cfg.seed = int(si.sft.seed) + r
+            train_sft(agent, list(train_eps) + synth_all, pcfg, sft_cfg, workdir=os.path.join(rdir[r], "sft"),
+                      logger=logger, prefix=f"round_{r}_sft")
+        logger.close()
+        extra["profile"]["seconds_this_run"] = round(time.time() - t0, 1)
+    write_results(workdir, R, extra)

@@ -1,0 +1,218 @@
+"""The verifier_eval and self_improve jobs (issue: reward models, uses of the RM).
+
+(a) best-of-n with a scorer that ranks the oracle's action first: SR 1.0 once n includes it; n = 1 equals the
+    plain rollout of the first proposal; results.json holds hand-computed counts, Wilson bounds and McNemar p;
+    the job end to end with the tiny policy: n = 1 at temperature 0 equals the greedy online evaluation; the RM
+    as a live step scorer scores a batch as it scores one by one.
+(b) self_improve runs end to end (tiny policy, oracle-guided beam search, real SFT) and resumes per round.
+(c) bad configs raise ConfigError naming the field.
+"""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from gui_jax.config_check import ConfigError
+from gui_jax.core.types import Action
+from gui_jax.envs.sim import expert_actions, make_task
+from gui_jax.jobs import load_config
+from gui_jax.jobs import self_improve as si
+from gui_jax.jobs import verifier_eval as ve
+
+TINY = {"data.num_train_episodes": 2, "data.num_test_episodes": 2, "data.templates": ("music.play", "tasks.complete"),
+        "data.train_seed_range": (0, 4), "data.test_seed_range": (1000, 1002), "data.resolution": (112, 252),
+        "model.num_hidden_layers": 1, "model.vision_depth": 1, "model.max_new_tokens": 8}
+Z = 1.959963984540054
+TASKS = [make_task("music.play", 400), make_task("tasks.complete", 400), make_task("clock.alarm_toggle", 402)]
+ORACLE_AT = 2   # index of the oracle's action among the proposals
+
+
+def _oracle(goal, t):
+    task = next(x for x in TASKS if x.goal == goal)
+    steps = expert_actions(task)
+    return steps[t].action if t < len(steps) else Action("terminate", status="failure")
+
+
+def _first(goal, t):
+    """What the plain (n = 1) policy does: the oracle on the first task, Home on the others."""
+    return _oracle(goal, t) if goal == TASKS[0].goal else Action("system_button", button="Home")
+
+
+def stub_propose(goal, history, obs, n, rng):
+    t = len(history)
+    cands = [_first(goal, t), Action("wait", time=1.0), _oracle(goal, t)] + [Action("wait", time=2.0)] * 13
+    return cands[:n]
+
+
+def oracle_scorer(goal, history, obs, actions):
+    return [1.0 if a == _oracle(goal, len(history)) else 0.0 for a in actions]
+
+
+def _wilson(k, n):  # written out independently of eval/metrics.py
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def test_oracle_ranked_first_solves_every_task_once_n_includes_it(tmp_path):
+    make_env = ve.sim_factory((112, 252), 5, render=False)
+    outcomes = ve.verifier_outcomes(TASKS, make_env, stub_propose, oracle_scorer, (1, 2, 4, 8), max_steps=5, seed=3)
+    summary = ve.summarise(outcomes)
+    # the plain rollout of the first proposal, by hand
+    plain = []
+    for task in TASKS:
+        env, done, t, info = make_env(), False, 0, {}
+        env.reset(task)
+        while not done:
+            _, done, info = env.step(_first(task.goal, t))
+            t += 1
+        plain.append(int(info.get("success", False)))
+    assert plain == [1, 0, 0]
+    out = ve.write_results(summary, str(tmp_path), extra={"seed": 3})
+    saved = json.load(open(tmp_path / "results.json"))
+    assert saved == json.loads(json.dumps(out))
+    by_n = saved["by_n"]
+    assert saved["task_ids"] == [t.task_id for t in TASKS]
+    assert by_n["1"]["success"] == plain == by_n["2"]["success"]     # no oracle among 1 or 2 proposals
+    assert by_n["4"]["success"] == by_n["8"]["success"] == [1, 1, 1]
+    for n, k in ((1, 1), (2, 1), (4, 3), (8, 3)):
+        r = by_n[str(n)]
+        assert (r["n"], r["successes"], r["episodes"], r["SR"]) == (n, k, 3, k / 3)
+        np.testing.assert_allclose(r["ci95"], _wilson(k, 3), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(by_n["4"]["ci95"], [0.43850, 1.0], atol=1e-5)   # 3/3
+    np.testing.assert_allclose(by_n["1"]["ci95"], [0.06149, 0.79235], atol=1e-5)   # 1/3
+    # vs n = 1: 0 lost, 2 gained → exact McNemar p = 2 · P(Bin(2, ½) ≤ 0) = 0.5
+    assert (by_n["4"]["lost_vs_n1"], by_n["4"]["gained_vs_n1"], by_n["4"]["mcnemar_p_vs_n1"]) == (0, 2, 0.5)
+    assert by_n["1"]["mcnemar_p_vs_n1"] == 1.0
+    n_oracle = [len(expert_actions(t)) for t in TASKS]
+    assert by_n["8"]["steps"] == n_oracle and by_n["1"]["steps"] == [n_oracle[0], 5, 5]
+    assert "| 4 | 1.000 [0.439, 1.000] | 3/3 | +0.667 (0/2, p=0.5) |" in (tmp_path / "results.md").read_text()
+    # deterministic for one seed
+    again = ve.summarise(ve.verifier_outcomes(TASKS, make_env, stub_propose, oracle_scorer, (1, 2, 4, 8),
+                                              max_steps=5, seed=3))
+    assert again == summary
+
+
+def test_verifier_job_at_n1_greedy_equals_the_online_eval_and_rm_batches_equal_singles(tmp_path):
+    from gui_jax.jobs.reward_model import rm_configs
+    cfg = load_config("configs/verifier_eval.py", **{**TINY, "verifier.rm_untrained": True, "verifier.ns": (1, 2),
+                                                     "verifier.temperature": 0.0, "verifier.max_steps": 2,
+                                                     "verifier.greedy_baseline": True, "verifier.progress": False})
+    ve.run(cfg, str(tmp_path))
+    res = json.load(open(tmp_path / "results.json"))
+    assert res["policy"]["kind"] == "untrained" and res["reward_model"]["kind"] == "untrained"
+    n1, g = res["by_n"]["1"], res["greedy"]
+    assert len(res["task_ids"]) == 2 and len(n1["success"]) == 2
+    # the tiny policy as a proposer, n = 1 at temperature 0, is the plain greedy online evaluation
+    assert (n1["success"], n1["steps"]) == (g["success"], g["steps"])
+    assert (g["lost_vs_n1"], g["gained_vs_n1"], g["mcnemar_p_vs_n1"]) == (0, 0, 1.0)
+    assert "| greedy, no verifier |" in (tmp_path / "results.md").read_text()
+    # the RM scores candidates of a live partial trajectory; a batch equals one-by-one scoring
+    rm, _ = ve.load_reward_model(cfg, "verifier")
+    pcfg, rcfg = rm_configs(cfg)
+    score_many = ve.rm_step_scorer(rm, pcfg, rcfg)
+    env = ve.sim_factory((112, 252), 5, render=False)()
+    obs0 = env.reset(TASKS[0])
+    a0 = _oracle(TASKS[0].goal, 0)
+    obs1, _, _ = env.step(a0)
+    cands = [_oracle(TASKS[0].goal, 1), Action("system_button", button="Back"), Action("terminate", status="success")]
+    batch = score_many(TASKS[0].goal, [(obs0, a0)], obs1, cands)
+    singles = [score_many(TASKS[0].goal, [(obs0, a0)], obs1, [c])[0] for c in cands]
+    assert len(batch) == 3 and all(0.0 < p < 1.0 for p in batch)
+    np.testing.assert_allclose(batch, singles, rtol=0, atol=1e-5)
+
+
+def _si_config(**extra):
+    over = {**TINY, "sft.num_steps": 0, "self_improve.rounds": 1, "self_improve.tasks_per_round": 2,
+            "self_improve.synth_seed_range": (400, 402), "self_improve.beam_width": 2,
+            "self_improve.num_candidates": 3, "self_improve.max_steps": 4, "self_improve.rm_untrained": True,
+            "self_improve.progress": False, **extra}
+    cfg = load_config("configs/self_improve.py", **over)
+    cfg.self_improve.sft.update({"num_steps": 2, "batch_size": 2, "micro_batch_size": 2, "checkpoint_every": 0})
+    return cfg
+
+
+def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monkeypatch):
+    import gui_jax.eval.online as online
+    import gui_jax.train.sft as sft
+    calls = {"eval": 0, "sft": 0, "search": 0}
+
+    def counting(name, fn):
+        def wrapped(*a, **kw):
+            calls[name] += 1
+            return fn(*a, **kw)
+        return wrapped
+    monkeypatch.setattr(online, "run_online_episodes", counting("eval", online.run_online_episodes))
+    monkeypatch.setattr(sft, "train_sft", counting("sft", sft.train_sft))
+    monkeypatch.setattr(si, "synthesise", counting("search", si.synthesise))
+    # beam search proposes the stub's candidates and the oracle scorer ranks the expert action first
+    monkeypatch.setattr(si, "policy_proposer", lambda *a, **kw: stub_propose)
+    monkeypatch.setattr(si, "rm_step_scorer", lambda *a, **kw: oracle_scorer)
+    cfg, wd = _si_config(), str(tmp_path / "si")
+    si.run(cfg, wd)
+    assert calls == {"eval": 2, "sft": 1, "search": 1}
+    res = json.load(open(os.path.join(wd, "results.json")))
+    searched = [t.task_id for t in si.synth_tasks(cfg, 0)]
+    assert len(searched) == 2 and set(searched) <= {t.task_id for t in TASKS}
+    assert sorted(res["rounds"]) == ["0", "1"] and res["task_ids"] == json.load(
+        open(os.path.join(wd, "round_0", "eval.json")))["task_ids"]
+    r0, r1 = res["rounds"]["0"], res["rounds"]["1"]
+    assert (r0["synth_searched"], r0["synth_successes"], r0["episodes"]) == (2, 2, 2)
+    assert r0["ci95"] == pytest.approx(_wilson(r0["successes"], 2), abs=1e-12)
+    b = sum(x and not y for x, y in zip(r0["success"], r1["success"]))
+    c = sum(y and not x for x, y in zip(r0["success"], r1["success"]))
+    p = min(1.0, 2 * sum(math.comb(b + c, i) for i in range(min(b, c) + 1)) / 2 ** (b + c))
+    assert (r1["lost_vs_round0"], r1["gained_vs_round0"], r1["mcnemar_p_vs_round0"]) == (b, c, p)
+    eps, key = si.load_synth(os.path.join(wd, "round_0", "synth"))
+    for ep in eps:  # the synthesised trajectory is the oracle's
+        task = next(t for t in TASKS if t.goal == ep.goal)
+        assert ep.actions == [s.action for s in expert_actions(task)]
+        assert len(ep.observations) == len(ep.actions) + 1
+    assert os.path.isdir(os.path.join(wd, "round_0", "sft", "checkpoints", "2"))
+    # a second invocation redoes nothing
+    stamps = {p: os.stat(os.path.join(wd, p)).st_mtime_ns
+              for p in ("round_0/eval.json", "round_0/synth/synth.json", "round_1/eval.json")}
+    si.run(cfg, wd)
+    assert calls == {"eval": 2, "sft": 1, "search": 1}
+    assert {p: os.stat(os.path.join(wd, p)).st_mtime_ns for p in stamps} == stamps
+    assert json.load(open(os.path.join(wd, "results.json")))["rounds"] == res["rounds"]
+    # an interrupted round 1 resumes from round 0's fine-tuned weights: only its evaluation runs again
+    os.remove(os.path.join(wd, "round_1", "eval.json"))
+    si.run(cfg, wd)
+    assert calls == {"eval": 3, "sft": 1, "search": 1}
+    assert json.load(open(os.path.join(wd, "results.json")))["rounds"] == res["rounds"]
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("verifier.ns", (0, 1, 2), "config.verifier.ns"),
+    ("verifier.ns", (2, 4), "including 1"),
+    ("verifier.ns", (1, 1, 2), "expected distinct values"),
+    ("verifier.temperature", -1.0, "config.verifier.temperature"),
+    ("data.templates", ("music.plya",), "config.data.templates"),
+])
+def test_verifier_bad_config_names_the_field(field, value, needle, tmp_path):
+    cfg = load_config("configs/verifier_eval.py", **{"verifier.rm_untrained": True, field: value})
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
+        ve.run(cfg, str(tmp_path))
+    assert not os.path.exists(tmp_path / "results.json")
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("self_improve.templates", ("music.plya",), "config.self_improve.templates"),
+    ("self_improve.rounds", -1, "config.self_improve.rounds"),
+    ("self_improve.synth_seed_range", (1000, 1100), "overlaps data.test_seed_range"),
+    ("self_improve.beam_width", 0, "config.self_improve.beam_width"),
+])
+def test_self_improve_bad_config_names_the_field(field, value, needle):
+    cfg = load_config("configs/self_improve.py", **{"self_improve.rm_untrained": True, field: value})
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
+        si.check_self_improve_config(cfg)
+
+
+def test_a_reward_model_is_required():
+    cfg = load_config("configs/verifier_eval.py")
+    with pytest.raises(ConfigError, match=r"config\.verifier\.rm_checkpoint_dir"):
+        ve.check_verifier_config(cfg)
