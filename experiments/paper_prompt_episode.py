@@ -8,7 +8,7 @@ end without reaching a length cap.
 The model is the tiny architecture with the Qwen2.5 vocabulary (untrained, so at temperature 1 it writes the
 worst case: 512-token responses that rarely parse), driven by the real JaxPolicy (chat template, image
 processor, prompt cap that raises past 12,288 tokens) and the real semi-online rollout (mismatched steps are
-patched with the expert action, so the episode runs to its end). The training step is the recipe's RL loss
+patched with the expert action, without the recipe's patch limit, so the episode runs to its end). The training step is the recipe's RL loss
 (PPO-clip, dual clip, KL off here: no reference) through the Updater, on the episode's steps as one micro-batch
 padded to the recipe's rows.
 """
@@ -67,7 +67,10 @@ def main(argv=None):
     pcfg = PromptConfig(**c.prompt.to_dict())
 
     # One rollout of the whole episode (semi-online: the expert's action patches each mismatched step).
-    steps = semi_online_rollouts(policy, [episode], pcfg, SemiOnlineConfig(num_rollouts=1), seed=a.seed)
+    # The untrained model mismatches every step; unlimited patches let its rollout run the whole episode, as a
+    # trained policy's would (the recipe's threshold of 1 would end it at the second mismatch).
+    steps = semi_online_rollouts(policy, [episode], pcfg, SemiOnlineConfig(num_rollouts=1, patch_threshold=-1),
+                                 seed=a.seed)
     t_roll = time.time() - t0
     prompts = [int(s.generation.prompt_ids.size) for s in steps]
     responses = [int(s.generation.response_ids.size) for s in steps]
@@ -89,7 +92,8 @@ def main(argv=None):
         "recipe": "configs/ui_s1_7b.py", "resolution": list(c.data.resolution),
         "history_turns_K": c.prompt.history_turns, "max_prompt_tokens": c.model.max_prompt_tokens,
         "max_new_tokens": c.model.max_new_tokens, "vision_per_row": cfg.vision_per_row,
-        "episode_task": task.task_id, "episode_steps": len(steps),
+        "episode_task": task.task_id, "expert_steps": len(episode.actions), "episode_steps": len(steps),
+        "patched_steps": sum(bool(s.patched) for s in steps),
         "prompt_tokens_per_step": prompts, "response_tokens_per_step": responses,
         "image_tokens_per_step": image_tokens,
         "largest_prompt_plus_response": max(p + r for p, r in zip(prompts, responses)),
