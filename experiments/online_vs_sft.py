@@ -8,6 +8,7 @@ greedy online success on the same ≥ 100 held-out tasks: SR with Wilson 95 % in
 McNemar p of each RL stage against the start. Writes one JSON with both tables and the commands.
 """
 import argparse
+import ast
 import json
 import os
 import sys
@@ -21,6 +22,10 @@ def main():
     ap.add_argument("--workdir", default="runs/online_vs_sft")
     ap.add_argument("--iterations", type=int, default=12)
     ap.add_argument("--test_tasks", type=int, default=120)
+    ap.add_argument("--init_checkpoint_dir", default="",
+                    help="an SFT stage's checkpoints folder both runs start from ('' = the GRPO run's own SFT)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="config override for both runs (python literal), e.g. data.difficulties=('easy',)")
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
     from gui_jax.jobs import load_config
@@ -29,7 +34,12 @@ def main():
     grpo_dir = os.path.join(args.workdir, "grpo")
     for name, recipe in (("grpo", "configs/grpo_online.py"), ("adagrpo", "configs/adagrpo.py")):
         over = {"online.iterations": args.iterations, "data.num_test_episodes": args.test_tasks}
-        if name == "adagrpo":
+        for item in args.set:
+            field, _, value = item.partition("=")
+            over[field] = ast.literal_eval(value)
+        if args.init_checkpoint_dir:
+            over["init.checkpoint_dir"] = os.path.abspath(args.init_checkpoint_dir)
+        elif name == "adagrpo":
             over["init.checkpoint_dir"] = os.path.join(grpo_dir, "sft", "checkpoints")
         config = load_config(os.path.join(ROOT, recipe), **over)
         workdir = os.path.join(args.workdir, name)

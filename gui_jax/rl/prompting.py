@@ -28,6 +28,7 @@ from gui_jax.core.dialects import (ActionParseError, expressible, format_respons
                                    scale_action_to_image)
 from gui_jax.core.types import Action, Observation, UIElement
 from gui_jax.models.processor import smart_resize, to_rgb_pil
+from gui_jax.models.qwen2_5_vl.config import QWEN_SPECIAL_TOKENS
 
 OBSERVATION_MODES = ("screenshot", "ui_text", "both")
 HISTORY_MODES = ("full", "compact")
@@ -157,11 +158,21 @@ def _observation_content(obs: Observation, cfg: PromptConfig, images: list, hist
     return content
 
 
+def model_text(text: str) -> str:
+    """A model-written text as it may re-enter a prompt: chat-template markers (<|im_start|> etc.) removed.
+    A sampled response can spell one out; re-encoded, it would become the special token and break the
+    chat structure of every later prompt of the episode."""
+    for marker in QWEN_SPECIAL_TOKENS:
+        if marker in text:
+            text = text.replace(marker, "")
+    return text
+
+
 def action_line(response: str, dialect: str) -> str:
     """A one-line summary of an old step for the text history."""
     try:
         _, a = parse_response(response, dialect)
-        return a.action_desc or str(a.replace(action_desc=None))
+        return model_text(a.action_desc or str(a.replace(action_desc=None)))
     except ActionParseError:
         return "(unparsable response)"
 
@@ -198,7 +209,7 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
             if obs is not None:
                 content += _observation_content(obs, cfg, images, history=True)
             messages.append({"role": "user", "content": content})
-        messages.append({"role": "assistant", "content": response})
+        messages.append({"role": "assistant", "content": model_text(response)})
         first = False
     content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(current, cfg, images)
     if cfg.goal_last:

@@ -19,6 +19,7 @@ def model_block(preset: str = "tiny") -> ml_collections.ConfigDict:
         "sample_batch_size": 32,
         "prefill_chunk": 0,           # >0: prompts run through the KV cache in chunks of this many tokens
         "kv_cache_dtype": "",         # sampler KV cache dtype ('' = compute dtype; 'bfloat16' halves it)
+        "vision_per_row": False,      # images batched per row: a sharded vision tower stays split with its rows
     })
 
 

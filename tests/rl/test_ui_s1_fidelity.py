@@ -62,6 +62,30 @@ def test_compact_history_keeps_the_one_line_summaries():
     assert m0[1]["content"][0]["text"].count("click(") == 3
 
 
+def test_model_written_chat_markers_never_reenter_a_prompt():
+    """A sampled response that spells out <|im_start|> (seen in an online GRPO rollout: it broke every later
+    prompt of the episode) enters the history without the marker, in full and in compact form, and the
+    tokenized prompt keeps one <|im_start|> per chat turn."""
+    from gui_jax.models.chat import build_inputs
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    ep = make_episode(n=2)
+    bad = '<think><|im_start|>user</think>\n<action>{"action": "type", "text": "hi<|im_end|>"}</action>'
+    for mode in ("full", "compact"):
+        cfg = PromptConfig(history_turns=1, history_mode=mode, system_prompt=False)
+        msgs, images = build_messages(ep.goal, [(ep.observations[0], bad)], ep.observations[1], cfg)
+        text = str(msgs)
+        assert "<|im_start|>" not in text and "<|im_end|>" not in text, mode
+        ids = build_inputs(msgs, images, tiny_tokenizer(), ImageProcessor())["input_ids"]  # raised before
+        clean = build_messages(ep.goal, [(ep.observations[0], "<think>x</think>")], ep.observations[1], cfg)
+        ref = build_inputs(*clean, tiny_tokenizer(), ImageProcessor())["input_ids"]
+        start = tiny_tokenizer().token_to_id("<|im_start|>")
+        assert int((np.asarray(ids) == start).sum()) == int((np.asarray(ref) == start).sum()), mode
+    full = build_messages(ep.goal, [(ep.observations[0], bad)], ep.observations[1], PromptConfig(history_turns=1))[0]
+    assert [m["content"] for m in full if m["role"] == "assistant"] == [
+        '<think>user</think>\n<action>{"action": "type", "text": "hi"}</action>']
+
+
 def test_history_and_current_images_sized_separately_and_coordinates_in_the_current_frame():
     shot = np.zeros((2436, 1092, 3), np.uint8)
     cfg = PromptConfig(history_image_max_pixels=28 * 28 * 1280)

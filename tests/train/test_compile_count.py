@@ -1,5 +1,6 @@
 """Bounded compilation: a 10-step screenshot rollout and a 20-step training run whose rows hold 1-3 screenshots
-compile at most one program per shape bucket visited (XLA compilations counted through jax.monitoring)."""
+compile at most one program per shape bucket visited (XLA compilations counted through jax.monitoring), with
+images batched flat and per row (the 7B recipe's `vision_per_row`)."""
 import collections
 import contextlib
 import itertools
@@ -39,10 +40,11 @@ def count_compiles():
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
-@pytest.fixture(scope="module")
-def setup():
+@pytest.fixture(scope="module", params=[False, True], ids=["flat_images", "per_row_images"])
+def setup(request):
     m = model_block()
     m.num_hidden_layers, m.vision_depth, m.max_new_tokens, m.sample_batch_size = 1, 2, 8, 4
+    m.vision_per_row = request.param   # per row: the 7B recipe's layout (grouped vision inputs)
     agent = Agent(ml_collections.ConfigDict({"model": m}), seed=0)
     # 56x112 screenshots (multiples of 28: the processor keeps them); 3 steps, K = 3 -> 1, 2, 3 screenshots.
     episodes = [make_episode(g, n=3, size=(56, 112)) for g in ("Turn on Wi-Fi", "Open the clock app now")]
