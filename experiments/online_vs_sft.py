@@ -46,6 +46,11 @@ def main():
         run_job(config, workdir)
         with open(os.path.join(workdir, "results.json")) as f:
             res = json.load(f)
+        from gui_jax.eval.metrics import mcnemar_exact, paired_counts
+        start, end = res["start"]["online_success"], res[name]["online_success"]
+        lost, gained = paired_counts(start, end)
+        out.setdefault("paired_vs_start", {})[name] = {"lost": lost, "gained": gained,
+                                                       "mcnemar_p": mcnemar_exact(start, end)}
         out["runs"][name] = {"recipe": recipe, "overrides": over,
                              "stages": {k: {kk: v[kk] for kk in ("online_SR", "online_SR_ci95", "n", "rollout_report")}
                                         for k, v in res.items()}}
