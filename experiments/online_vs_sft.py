@@ -47,7 +47,10 @@ def main():
         with open(os.path.join(workdir, "results.json")) as f:
             res = json.load(f)
         from gui_jax.eval.metrics import mcnemar_exact, paired_counts
-        start, end = res["start"]["online_success"], res[name]["online_success"]
+        # per-task outcomes {task_id: 0/1}, paired on the tasks both evaluations completed
+        first, last = res["start"]["online_success"], res[name]["online_success"]
+        tasks = sorted(set(first) & set(last))
+        start, end = [bool(first[t]) for t in tasks], [bool(last[t]) for t in tasks]
         lost, gained = paired_counts(start, end)
         out.setdefault("paired_vs_start", {})[name] = {"lost": lost, "gained": gained,
                                                        "mcnemar_p": mcnemar_exact(start, end)}
