@@ -167,15 +167,16 @@ def load_hf_checkpoint(path: str, dtype: str | None = None, param_dtype: str | N
                        shardings: Callable | None = None, strict: bool = True,
                        config: Qwen25VLConfig | None = None, remat: bool | str | None = None,
                        scan_layers: bool | None = None, attention_impl: str | None = None,
-                       remat_policy: str | None = None):
+                       remat_policy: str | None = None, vision_per_row: bool | None = None):
   """Loads a HF Qwen2.5-VL directory into a new model. Returns (model, cfg).
 
   dtype / param_dtype override the compute / storage dtypes (default: float32 compute, checkpoint storage
   dtype). strict: unexpected tensors raise (missing or mis-shaped tensors always raise). config: use this
   config instead of config.json. remat: see Qwen25VLForConditionalGeneration. scan_layers / attention_impl /
-  remat_policy: config runtime options (None = the config's / defaults).
+  remat_policy / vision_per_row: config runtime options (None = the config's / defaults).
   """
-  runtime = dict(scan_layers=scan_layers, attention_impl=attention_impl, remat_policy=remat_policy)
+  runtime = dict(scan_layers=scan_layers, attention_impl=attention_impl, remat_policy=remat_policy,
+                 vision_per_row=vision_per_row)
   if config is not None:
     cfg = config.replace(**{k: v for k, v in runtime.items() if v is not None})
   else:
