@@ -10,7 +10,7 @@ Wilson 95 % intervals, McNemar vs the SFT start, and the rollout report.
 """
 import ml_collections
 
-from gui_jax.train.config_blocks import model_block, prompt_block, sft_block
+from gui_jax.train.config_blocks import sft_block, sibling_recipe
 from gui_jax.train.online_config import env_block, online_block
 
 
@@ -31,20 +31,9 @@ def get_config(algorithm: str = "grpo"):
         "resolution": (112, 252),
     })
     c.init = ml_collections.ConfigDict({"checkpoint_dir": ""})  # a stage's checkpoints folder; "" = run SFT
-    c.model = model_block("tiny")
-    c.model.max_new_tokens = 24
-    c.model.sample_batch_size = 64
-    c.prompt = prompt_block()
-    c.prompt.observation = "ui_text"
-    c.prompt.target = "element"
-    c.prompt.history_turns = 0
-    c.prompt.history_mode = "compact"
-    c.prompt.system_prompt = False
-    c.prompt.max_ui_lines = 24
-    c.prompt.ui_text_class = False
-    c.prompt.goal_last = True
-    c.prompt.word_tokens = True             # goal words and UI labels in one token form (as the quickstart)
-    c.prompt.ui_text_skip_unlabeled = True  # flag-only lines no longer push click targets past the cut
+    # the quickstart's tiny model and UI-text prompt (element indices, compact history), so its checkpoints fit
+    quick = sibling_recipe(__file__, "quickstart").get_config()
+    c.model, c.prompt = quick.model, quick.prompt
     c.sft = sft_block()
     c.sft.num_steps = 120
     c.sft.batch_size = 16
