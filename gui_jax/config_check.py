@@ -283,6 +283,7 @@ PROMPT = {
     "ui_text_class": boolean("UI text lists element classes"),
     "word_tokens": boolean("goal and UI labels written so each word starts after a space"),
     "ui_text_skip_unlabeled": boolean("UI text leaves out elements with no text or description"),
+    "ui_text_index_last": boolean("UI text writes each element index after its label"),
     "max_ui_lines": integer("most UI elements listed", 1),
     "system_prompt": boolean("include the system prompt"),
     "goal_last": boolean("goal after the observation instead of before"),
@@ -300,6 +301,9 @@ SFT = {
     "checkpoint_every": integer("steps between checkpoints (0 = only the last)", 0),
     "stop_after_steps": integer("stop (checkpointed) after this many steps this run; None = run on", 1,
                                 optional=True),
+    "grounding_fraction": number("share of SFT items that are grounding items (Tap on a label)", 0.0, 1.0,
+                                 hi_open=True),
+    "grounding_instruction": text("grounding item instruction, with {label}"),
 }
 RL = {
     "seed": integer("rollout and data-order seed"),

@@ -52,6 +52,8 @@ class PromptConfig:
                                          # space (one token form per word: goal words match label
                                          # tokens); labels show text and content description both
     ui_text_skip_unlabeled: bool = False  # drop UI lines with no text/description (flags only)
+    ui_text_index_last: bool = False     # "flags; label [k]" instead of "[k] flags; label": the index
+                                         # right after the words a goal names (a one-hop lookup)
     max_ui_lines: int = 40
     system_prompt: bool = True
     goal_last: bool = False              # repeat the goal after the current observation (short
@@ -122,20 +124,28 @@ def word_spaced(text: str) -> str:
     return re.sub(r"(^|\s)(['\"])(?=\S)", r"\1\2 ", text)
 
 
-def ui_text(obs: Observation, cfg: PromptConfig) -> str:
-    """One line per element: `[index] Class;flags;text` (+ bounds when configured)."""
-    lines = []
+def shown_elements(obs: Observation, cfg: PromptConfig) -> list[UIElement]:
+    """The elements the UI text lists, in order (visible, labelled if so configured, at most max_ui_lines)."""
     shown = [e for e in visible_elements(obs) if e.text or e.content_desc or not cfg.ui_text_skip_unlabeled]
-    for e in shown[: cfg.max_ui_lines]:
+    return shown[: cfg.max_ui_lines]
+
+
+def ui_text(obs: Observation, cfg: PromptConfig) -> str:
+    """One line per element: `[index] Class;flags;text` (+ bounds when configured; the index last with
+    `ui_text_index_last`)."""
+    lines = []
+    for e in shown_elements(obs, cfg):
         label = (e.text or e.content_desc).replace("\n", " ")[:60]
         if cfg.word_tokens:
             both = [" ".join(x.split()) for x in (e.content_desc, e.text) if x]
             label = " " + word_spaced(" ".join(dict.fromkeys(both)))[:80] if both else ""
         cls = f"{e.cls.rsplit('.', 1)[-1]};" if cfg.ui_text_class else ""
-        line = f"[{e.index}] {cls}{_flags(e)};{label}"
+        line = f"{cls}{_flags(e)};{label}" if cfg.ui_text_index_last else f"[{e.index}] {cls}{_flags(e)};{label}"
         if cfg.ui_text_bounds:
             x1, y1, x2, y2 = e.bounds
             line += f";[{x1},{y1}][{x2},{y2}]"
+        if cfg.ui_text_index_last:
+            line += f" [{e.index}]"
         lines.append(line)
     return "\n".join(lines)
 

@@ -38,6 +38,7 @@ def prompt_block() -> ml_collections.ConfigDict:
         "ui_text_class": True,
         "word_tokens": False,         # words after spaces in goal and UI labels (see PromptConfig)
         "ui_text_skip_unlabeled": False,
+        "ui_text_index_last": False,
         "max_ui_lines": 40,
         "system_prompt": True,
         "goal_last": False,
@@ -58,6 +59,8 @@ def sft_block() -> ml_collections.ConfigDict:
         "checkpoint_every": 50,
         "packing": False,             # several trained steps per row (segment ids); needs row_length
         "row_length": 0,              # tokens per packed row (rounded up to a length bucket)
+        "grounding_fraction": 0.0,    # share of SFT items that are "Tap on '<label>'" → element (UI text prompts)
+        "grounding_instruction": "Tap on '{label}'.",
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })
 

@@ -10,12 +10,13 @@ from typing import Optional, Sequence
 import jax.numpy as jnp
 from flax import nnx
 
-from gui_jax.core.types import Episode
+from gui_jax.core.types import Action, Episode
 from gui_jax.data.pipeline import list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online import expert_element
 from gui_jax.train.fit import fit
+from gui_jax.train.grounding import grounding_instruction, sample_grounding
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.state import Updater, make_optimizer
 
@@ -31,24 +32,38 @@ class SFTSource:
     """Random access over (episode, step) → TrainSample with the expert response as target."""
 
     def __init__(self, agent, episodes: Sequence[Episode], pcfg: PromptConfig,
-                 thoughts: Optional[dict] = None, only_thought_steps: bool = False):
+                 thoughts: Optional[dict] = None, only_thought_steps: bool = False,
+                 grounding_fraction: float = 0.0, grounding_instruction: str = "", seed: int = 0):
         self.agent, self.episodes, self.pcfg = agent, list(episodes), pcfg
         self.thoughts = thoughts or {}  # (episode index, step) -> thought (reasoning SFT)
         self.index = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep.actions))
                       if not only_thought_steps or (e, t) in self.thoughts]
         if not self.index:
             raise ValueError("SFT needs at least one expert step; got no episodes/steps")
+        # grounding items (train/grounding.py) follow the expert steps: (episode, step, element, label)
+        self.grounding = sample_grounding(self.episodes, pcfg, n_expert_steps=len(self.index),
+                                          fraction=grounding_fraction, seed=seed)
+        self.instruction = grounding_instruction or None
 
     def __len__(self):
-        return len(self.index)
+        return len(self.index) + len(self.grounding)
 
     def __getitem__(self, i: int) -> TrainSample:
+        if i >= len(self.index):
+            e, t, k, label = self.grounding[i - len(self.index)]
+            obs = self.episodes[e].observations[t]
+            prompt = build_messages(grounding_instruction(label, self.instruction), [], obs, self.pcfg)
+            target = expert_response(Action("click", element=k), obs, self.pcfg, element=k)
+            return self._sample(prompt, target)
         e, t = self.index[i]
         ep = self.episodes[e]
         th = [self.thoughts.get((e, k), "") for k in range(len(ep.actions))]
         prompt = build_messages(ep.goal, expert_history(ep, t, self.pcfg, th), ep.observations[t], self.pcfg)
         target = expert_response(ep.actions[t], ep.observations[t], self.pcfg, thought=th[t],
                                  element=expert_element(ep, t))
+        return self._sample(prompt, target)
+
+    def _sample(self, prompt, target: str) -> TrainSample:
         g = self.agent.policy.encode(prompt, target)
         return TrainSample(g.prompt_ids, g.response_ids, advantage=1.0, pixel_values=g.pixel_values,
                            image_grid_thw=g.image_grid_thw)
@@ -72,7 +87,9 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
               logger: Optional[MetricsLogger] = None, prefix: str = "sft",
               thoughts: Optional[dict] = None, only_thought_steps: bool = False) -> dict:
     """Trains agent.params in place on the expert steps of `episodes`. cfg: the `sft` config block."""
-    source = SFTSource(agent, episodes, pcfg, thoughts, only_thought_steps)
+    source = SFTSource(agent, episodes, pcfg, thoughts, only_thought_steps,
+                       grounding_fraction=float(cfg.get("grounding_fraction", 0.0)),
+                       grounding_instruction=cfg.get("grounding_instruction", ""), seed=cfg.seed)
     pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
                              shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
     data_iter = iter(pipeline)
