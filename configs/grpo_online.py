@@ -7,6 +7,10 @@
 expert episodes (instance split) → short SFT → online GRPO (N rollouts per task, groups keyed by
 task id, KL to the SFT policy, easy → +medium → all) → greedy online SR on held-out tasks with
 Wilson 95 % intervals, McNemar vs the SFT start, and the rollout report.
+    # streaming asynchronous rollouts (train on the first complete groups, staleness ≤ online.max_staleness):
+    ... --config.online.rollout_mode=async
+    # task reward from a trained reward model instead of PhoneSim's rule check (both are logged):
+    ... --config.online.reward=rm --config.online.rm_checkpoint_dir=runs/reward_model/rm/checkpoints
 """
 import ml_collections
 
@@ -52,6 +56,10 @@ def get_config(algorithm: str = "grpo"):
     c.online.kl_coef = 0.05               # AWG β
     c.online.checkpoint_every = 4
     c.online.curriculum_switch_iterations = (4, 8)
+
+    # the reward model's prompt settings (configs/reward_model.py's rm.model): read when online.reward = rm,
+    # online.step_reward = prm or online.critic_init = rm score with online.rm_checkpoint_dir
+    c.rm = ml_collections.ConfigDict({"model": sibling_recipe(__file__, "reward_model").get_config().rm.model})
 
     c.env = env_block()
     c.env.n_envs = 8

@@ -8,6 +8,8 @@ expert episodes of the train split. Held-out evaluation runs greedy episodes thr
 pool (in process or remote) before and after RL: success rate with its Wilson 95 % interval over
 completed episodes, the paired exact McNemar test on tasks completed in both, and the rollout
 report (completed / retried / env_failure). Resumable: finished stages are not redone.
+Reward models (online.reward = rm, online.step_reward = prm, online.critic_init = rm): the RM is loaded
+from online.rm_checkpoint_dir with the prompt settings of the config's `rm.model` block.
 Outputs: sft/, online/ (checkpoints + critic), results.json, results.md, metrics.jsonl.
 """
 from __future__ import annotations
@@ -62,6 +64,34 @@ def format_results(results: dict) -> str:
     return "\n".join(lines)
 
 
+def load_trajectory_rm(config, pcfg):
+    """The trained reward model the online block asks for (online.reward = rm, step_reward = prm or
+    critic_init = rm), loaded from online.rm_checkpoint_dir with the RM prompt settings of `rm.model`
+    (the reward_model recipe's block, as the RM was trained); None when no RM is needed."""
+    from gui_jax.config_check import ConfigError
+    from gui_jax.train.online_config import needs_reward_model, validate_online
+    o = config.online
+    try:
+        validate_online(o)  # every online field before any work (its messages name "online.<field>")
+    except ValueError as e:
+        raise ConfigError(f"config.{e}") from None
+    if not needs_reward_model(o):
+        return None
+    if not o.get("rm_checkpoint_dir"):
+        raise ConfigError(f"config.online.rm_checkpoint_dir = {o.get('rm_checkpoint_dir', '')!r}: online.reward = "
+                          f"{o.get('reward')!r}, step_reward = {o.get('step_reward')!r}, critic_init = "
+                          f"{o.get('critic_init')!r} need a trained reward model: set it to the reward_model job's "
+                          "rm/checkpoints (e.g. runs/reward_model/rm/checkpoints)")
+    if "rm" not in config or "model" not in config.rm:
+        raise ConfigError("config.rm.model is missing: the reward model's prompt settings (RewardModelConfig "
+                          "fields, as in configs/reward_model.py) are needed to score with online.rm_checkpoint_dir")
+    from gui_jax.jobs.verifier_eval import load_policy
+    from gui_jax.rewards.reward_model import RewardModelConfig
+    from gui_jax.train.online_rewards import RMTrajectoryScorer
+    rm_agent, _ = load_policy(config, o.rm_checkpoint_dir, "online.rm_checkpoint_dir")
+    return RMTrajectoryScorer(rm_agent, pcfg, RewardModelConfig(**config.rm.model.to_dict()))
+
+
 def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> None:
     """`init.checkpoint_dir` (restored) or a short SFT on the train split's expert episodes."""
     ckpt = config.get("init", {}).get("checkpoint_dir", "") if config.get("init") else ""
@@ -86,6 +116,7 @@ def run(config, workdir: str) -> None:
         with open(path, "w") as f:
             json.dump(results, f, indent=1)
 
+    reward_model = load_trajectory_rm(config, pcfg)  # before any work: a missing RM fails at once
     starting_point(agent, config, workdir, train_eps, pcfg, logger)
     start_params = agent.copy_params()
     if "start" not in results:
@@ -94,7 +125,7 @@ def run(config, workdir: str) -> None:
     algo = config.online.algorithm
     summary = train_online(agent, train_tasks, pcfg, config.online, env_cfg=config.env,
                            workdir=os.path.join(workdir, "online"), logger=logger, prefix=algo,
-                           ref_params=start_params)
+                           ref_params=start_params, reward_model=reward_model)
     if algo not in results:
         results[algo] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed)
         results[algo]["train_rollout_report"] = summary["rollout_report"]

@@ -113,6 +113,7 @@ class TrajectoryRecord:
     env_slots: list = dataclasses.field(default_factory=list)
     stale_restarts: int = 0
     wall_s: float = 0.0
+    final_observation: Optional[Observation] = None  # the screen after the last step (outcome reward models)
 
     @property
     def task_id(self) -> str:
@@ -189,7 +190,7 @@ class _Episode:
         return TrajectoryRecord(j.task, j.group_id, j.trial, self.steps, bool(self.success and status == "completed"),
                                 status, j.retries, min(versions) if versions else version_now, j.round, j.index,
                                 self.truncated, list(j.errors), list(j.slots), j.stale_restarts,
-                                time.monotonic() - self.t0)
+                                time.monotonic() - self.t0, self.obs)
 
 
 def default_parse_fn(pcfg: PromptConfig) -> Callable[[str, Observation], Action]:

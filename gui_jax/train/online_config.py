@@ -6,12 +6,17 @@ paper ablates is a field: `spa`, `adapr`, `prune_negatives`, `fcf`, the curricul
 """
 from __future__ import annotations
 
+import math
+
 import ml_collections
 
 from gui_jax.train.config_blocks import rl_block
 
 ALGORITHMS = ("grpo", "adagrpo", "ppo")
 GAE_LEVELS = ("step", "token")
+REWARDS = ("rule", "rm")
+STEP_REWARDS = ("none", "prm")
+CRITIC_INITS = ("", "rm")
 
 # Fields of rl_block the online trainers use (loss, optimizer, checkpoints).
 _SHARED = ("seed", "iterations", "clip_low", "clip_high", "dual_clip", "kl_coef", "kl_kind", "aggregation",
@@ -37,7 +42,8 @@ def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
         "rollout_mode": "sync",            # sync (lock-step, deterministic) | async (first-come-first-serve)
         "batch_cap": 64,                   # most prompts per sampler call
         "max_wait_s": 0.005,
-        "max_staleness": 1,
+        "max_staleness": 1,                # async: policy updates a trained group's first step may lag
+        "policy_timeout_s": 3600.0,        # bound on one policy answer (async: includes waiting out an update)
         "max_episode_retries": 2,          # re-runs on another env after an env fault, then env_failure
         "skip_zero_advantage": True,       # steps with A = 0 carry no gradient: not trained
         # --- curriculum (AWG): easy → easy+medium → all
@@ -68,6 +74,14 @@ def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
         "critic_updates": 1,               # critic optimizer steps per iteration
         "normalize_advantages": True,      # batch-standardise the GAE advantages
         "outcome_reward": 1.0,             # weight of the terminal success reward (0: reward_fn only)
+        # --- reward models (docs/algorithms.md §9); the RM comes from `rm_checkpoint_dir`
+        "reward": "rule",                  # task success: rule (the env's check) | rm (P(+) of terminate(success))
+        "rm_checkpoint_dir": "",           # the reward_model job's rm/checkpoints (Orbax stage folder)
+        "rm_threshold": 0.5,               # reward = rm: success iff P(+) >= this
+        "step_reward": "none",             # ppo: none | prm (dense r_t from the RM's step score, GUI-Shepherd)
+        "prm_weight": 1.0,                 # w_p: r_t += w_p·P(+ | step t)        (step_reward = prm)
+        "format_weight": 0.0,              # w_f: r_t += w_f·[the response parsed] (ppo)
+        "critic_init": "",                 # ppo: "" (the policy's backbone) | rm (the RM's backbone + label head)
     })
     if algorithm == "ppo":
         c.kl_coef = 0.0
@@ -106,3 +120,33 @@ def validate_online(cfg) -> None:
     if cfg.num_rollouts < 1 or cfg.episodes_per_iteration < 1:
         raise ValueError(f"online.num_rollouts ({cfg.num_rollouts}) and online.episodes_per_iteration "
                          f"({cfg.episodes_per_iteration}) must be >= 1")
+    k = cfg.get("max_staleness")
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
+        raise ValueError(f"online.max_staleness = {k!r}: expected an integer >= 0 or None (unbounded)")
+    validate_reward_fields(cfg)
+
+
+def needs_reward_model(cfg) -> bool:
+    """Whether the online block asks for a trained reward model (task reward, dense reward or critic init)."""
+    return (cfg.get("reward", "rule") == "rm" or cfg.get("step_reward", "none") == "prm"
+            or cfg.get("critic_init", "") == "rm")
+
+
+def validate_reward_fields(cfg) -> None:
+    """The reward-model switches: known values, a threshold in [0, 1], PPO-only fields only with ppo."""
+    for name, known in (("reward", REWARDS), ("step_reward", STEP_REWARDS), ("critic_init", CRITIC_INITS)):
+        value = cfg.get(name, known[0])
+        if value not in known:
+            raise ValueError(f"online.{name} = {value!r}; known: {known}")
+    t = cfg.get("rm_threshold", 0.5)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= float(t) <= 1.0:
+        raise ValueError(f"online.rm_threshold = {t!r}: expected a probability in [0, 1]")
+    for name in ("prm_weight", "format_weight"):
+        w = cfg.get(name, 0.0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(float(w)):
+            raise ValueError(f"online.{name} = {w!r}: expected a finite number")
+    if cfg.algorithm != "ppo":
+        for name, off in (("step_reward", "none"), ("critic_init", ""), ("format_weight", 0.0)):
+            if cfg.get(name, off) != off:
+                raise ValueError(f"online.{name} = {cfg.get(name)!r} is a PPO reward setting but online.algorithm "
+                                 f"= {cfg.algorithm!r}; set online.algorithm='ppo' or online.{name}={off!r}")
