@@ -57,3 +57,39 @@ class OracleOrRandomPolicy:
 
     def encode(self, prompt, response):
         raise NotImplementedError
+
+
+class EncodedOracle:
+    """Oracle action or (with p_random, seeded by the sampler seed, row and prompt) a random click,
+    tokenised by the agent (real token ids: the update trains on them). `fail` templates always
+    answer 'terminate failure'."""
+
+    def __init__(self, agent, p_random=0.4, fail=()):
+        self.agent, self.p_random, self.fail = agent, p_random, set(fail)
+
+    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
+        out = []
+        for i, (messages, images) in enumerate(prompts):
+            text = messages[-1]["content"][0]["text"]
+            template, tseed, t = text.rsplit("#", 2)
+            rng = random.Random(f"{seed}:{i}:{text}")
+            expert = _expert(template, int(tseed))
+            if template in self.fail:
+                a = Action("terminate", status="failure")
+            elif rng.random() < self.p_random:
+                a = Action("click", x=float(rng.randrange(1080)), y=float(rng.randrange(2400)))
+            else:
+                a = expert[int(t)] if int(t) < len(expert) else Action("terminate", status="failure")
+            out.append(self.agent.policy.encode((messages, images), format_response(a, DIALECT)))
+        return out
+
+
+def small_agent(seed=0, layers=2):
+    """The tiny preset cut to `layers` text layers and 2 vision blocks (fast online-trainer tests)."""
+    import ml_collections
+
+    from gui_jax.rl.agent import Agent
+    from gui_jax.train.config_blocks import model_block
+    m = model_block()
+    m.num_hidden_layers, m.vision_depth = layers, 2
+    return Agent(ml_collections.ConfigDict({"model": m}), seed=seed)

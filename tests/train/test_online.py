@@ -1,28 +1,22 @@
 """Online RL trainers: hand-checked SPA / AdaPR / pruning / FCF through the trainer's selection step,
 AdaGRPO kill-and-resume exactness, fault accounting with crashing and hanging envs, PPO's GAE and critic."""
-import random
 import types
 
 import jax
-import ml_collections
 import numpy as np
 import pytest
 
-from gui_jax.core.dialects import format_response
-from gui_jax.core.types import Action
 from gui_jax.envs.pool import EnvPool, PoolConfig
 from gui_jax.envs.sim import PhoneSim, make_task
 from gui_jax.envs.sim.faults import FaultModel, FaultyEnv, LatencyModel
 from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum
-from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
-from gui_jax.train.config_blocks import model_block
 from gui_jax.train.fit import StopRequested
 from gui_jax.train.online import OnlineRun, advantage_step, train_online
 from gui_jax.train.online_config import online_block
 from gui_jax.train.online_ppo import Critic, ppo_samples
 from gui_jax.train.online_select import Traj, sample_tasks, step_samples
-from support.oracle_policy import DIALECT, _expert, oracle_prompt
+from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent as _agent
 
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TEMPLATES = ("settings.wifi_on", "clock.alarm_toggle", "music.play", "tasks.complete")
@@ -31,37 +25,6 @@ TEMPLATES = ("settings.wifi_on", "clock.alarm_toggle", "music.play", "tasks.comp
 @pytest.fixture(scope="module")
 def agent():
     return _agent()
-
-
-def _agent(seed=0):
-    m = model_block()
-    m.num_hidden_layers, m.vision_depth = 2, 2
-    return Agent(ml_collections.ConfigDict({"model": m}), seed=seed)
-
-
-class EncodedOracle:
-    """Oracle action or (with p_random, seeded by the sampler seed, row and prompt) a random click,
-    tokenised by the agent (real token ids: the update trains on them). `fail` templates always
-    answer 'terminate failure'."""
-
-    def __init__(self, agent, p_random=0.4, fail=()):
-        self.agent, self.p_random, self.fail = agent, p_random, set(fail)
-
-    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
-        out = []
-        for i, (messages, images) in enumerate(prompts):
-            text = messages[-1]["content"][0]["text"]
-            template, tseed, t = text.rsplit("#", 2)
-            rng = random.Random(f"{seed}:{i}:{text}")
-            expert = _expert(template, int(tseed))
-            if template in self.fail:
-                a = Action("terminate", status="failure")
-            elif rng.random() < self.p_random:
-                a = Action("click", x=float(rng.randrange(1080)), y=float(rng.randrange(2400)))
-            else:
-                a = expert[int(t)] if int(t) < len(expert) else Action("terminate", status="failure")
-            out.append(self.agent.policy.encode((messages, images), format_response(a, DIALECT)))
-        return out
 
 
 def _cfg(algorithm, **kw):

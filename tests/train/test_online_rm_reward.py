@@ -2,61 +2,31 @@
 stub RM), GUI-Shepherd's dense PRM reward through PPO's reward_fn hook, the critic initialised from the RM,
 the trained RM scoring live rollouts end to end, and config errors that name the field."""
 import pathlib
-import random
 import types
 
 import jax
-import ml_collections
 import numpy as np
 import pytest
 
-from gui_jax.core.dialects import format_response
 from gui_jax.core.types import Action
 from gui_jax.envs.sim import make_task
 from gui_jax.rewards.reward_model import RewardModelConfig
-from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
-from gui_jax.train.config_blocks import model_block
 from gui_jax.train.online import train_online
 from gui_jax.train.online_config import env_block, online_block, validate_online
 from gui_jax.train.online_ppo import Critic, ppo_samples
 from gui_jax.train.online_rewards import RMTrajectoryScorer, apply_rewards, critic_params_from_rm
 from gui_jax.train.online_select import Traj
-from support.oracle_policy import DIALECT, _expert, oracle_prompt
+from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent as _agent
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TEMPLATES = ("settings.wifi_on", "clock.alarm_toggle", "music.play", "tasks.complete")
 
 
-def _agent(seed=0, layers=2):
-    m = model_block()
-    m.num_hidden_layers, m.vision_depth = layers, 2
-    return Agent(ml_collections.ConfigDict({"model": m}), seed=seed)
-
-
 @pytest.fixture(scope="module")
 def agent():
     return _agent()
-
-
-class Oracle:
-    def __init__(self, agent, p_random=0.4):
-        self.agent, self.p_random = agent, p_random
-
-    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
-        out = []
-        for i, (messages, images) in enumerate(prompts):
-            text = messages[-1]["content"][0]["text"]
-            template, tseed, t = text.rsplit("#", 2)
-            rng = random.Random(f"{seed}:{i}:{text}")
-            expert = _expert(template, int(tseed))
-            if rng.random() < self.p_random:
-                a = Action("click", x=float(rng.randrange(1080)), y=float(rng.randrange(2400)))
-            else:
-                a = expert[int(t)] if int(t) < len(expert) else Action("terminate", status="failure")
-            out.append(self.agent.policy.encode((messages, images), format_response(a, DIALECT)))
-        return out
 
 
 class StubRM:
@@ -102,7 +72,7 @@ def test_rm_task_reward_sets_the_trained_advantages_and_logs_agreement(agent):
     from gui_jax.train.online import advantage_step, records_to_trajs
     cfg = _cfg("grpo", reward="rm", rm_threshold=0.5)
     pool = EnvPool(lambda slot: PhoneSim(render=False, max_steps=30), PoolConfig(4, 0, health_interval_s=0))
-    with pool, RolloutEngine(Oracle(agent), pool, PCFG, RolloutConfig(mode="sync", max_steps=4),
+    with pool, RolloutEngine(EncodedOracle(agent), pool, PCFG, RolloutConfig(mode="sync", max_steps=4),
                              prompt_fn=oracle_prompt) as engine:
         records = engine.run(_tasks()[:2], trials=4)
     trajs, _ = records_to_trajs(records)
@@ -186,7 +156,7 @@ def test_prm_ppo_with_a_real_rm_scores_live_rollouts(agent, tmp_path):
     cfg = _cfg("ppo", step_reward="prm", critic_init="rm", outcome_reward=0.0, format_weight=0.1, reward="rm",
                num_rollouts=2, critic_learning_rate=1e-3)
     summary = train_online(agent, _tasks()[:2], PCFG, cfg, workdir=str(tmp_path), env_cfg=_env_cfg(),
-                           prompt_fn=oracle_prompt, policy=Oracle(agent), reward_model=rm,
+                           prompt_fn=oracle_prompt, policy=EncodedOracle(agent), reward_model=rm,
                            on_iteration=lambda run, trajs, m: seen.append(m))
     m = seen[0]
     assert summary["rollout_report"]["completed"] == 4 and rm.unscorable == 0
@@ -213,7 +183,7 @@ def test_bad_reward_fields_are_named(field, value, algorithm, match):
 def test_rm_switch_without_a_reward_model_names_rm_checkpoint_dir(agent, tmp_path):
     with pytest.raises(ValueError, match=r"online\.rm_checkpoint_dir"):
         train_online(agent, _tasks(), PCFG, _cfg("grpo", reward="rm"), workdir=str(tmp_path), env_cfg=_env_cfg(),
-                     prompt_fn=oracle_prompt, policy=Oracle(agent))
+                     prompt_fn=oracle_prompt, policy=EncodedOracle(agent))
 
 
 def test_online_rl_job_names_a_missing_rm_checkpoint_dir():

@@ -1,25 +1,18 @@
 """Streaming asynchronous online training (AWG §3.3): updates on the first complete groups while a slow env is
 still running, trained staleness bounded by max_staleness, every submitted episode accounted for, resume."""
-import random
 import threading
 import time
 
-import ml_collections
-import numpy as np
 import pytest
 
-from gui_jax.core.dialects import format_response
-from gui_jax.core.types import Action
 from gui_jax.envs.pool import EnvPool, PoolConfig
 from gui_jax.envs.sim import PhoneSim, make_task
-from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
-from gui_jax.train.config_blocks import model_block
 from gui_jax.train.fit import StopRequested
 from gui_jax.train.online import OnlineRun, train_online
 from gui_jax.train.rl_common import RLRun
 from gui_jax.train.online_config import online_block
-from support.oracle_policy import DIALECT, _expert, oracle_prompt
+from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent
 
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TEMPLATES = ("settings.wifi_on", "clock.alarm_toggle", "music.play", "tasks.complete")
@@ -29,30 +22,7 @@ GATE_S = 20.0                 # < the pool's call timeout
 
 @pytest.fixture(scope="module")
 def agent():
-    m = model_block()
-    m.num_hidden_layers, m.vision_depth = 2, 2
-    return Agent(ml_collections.ConfigDict({"model": m}), seed=0)
-
-
-class Oracle:
-    """Expert action, or (seeded by the prompt and sampler seed) a random click; tokenised by the agent."""
-
-    def __init__(self, agent, p_random=0.4):
-        self.agent, self.p_random = agent, p_random
-
-    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
-        out = []
-        for i, (messages, images) in enumerate(prompts):
-            text = messages[-1]["content"][0]["text"]
-            template, tseed, t = text.rsplit("#", 2)
-            rng = random.Random(f"{seed}:{i}:{text}")
-            expert = _expert(template, int(tseed))
-            if rng.random() < self.p_random:
-                a = Action("click", x=float(rng.randrange(1080)), y=float(rng.randrange(2400)))
-            else:
-                a = expert[int(t)] if int(t) < len(expert) else Action("terminate", status="failure")
-            out.append(self.agent.policy.encode((messages, images), format_response(a, DIALECT)))
-        return out
+    return small_agent()
 
 
 class DelayedEnv:
@@ -139,7 +109,7 @@ def test_async_trains_on_first_complete_groups_before_the_slow_env_finishes(agen
     cfg = _cfg()
     with pool:
         summary = train_online(agent, _tasks(), PCFG, cfg, workdir=str(tmp_path), pool=pool, prompt_fn=oracle_prompt,
-                               policy=Oracle(agent), on_iteration=hook)
+                               policy=EncodedOracle(agent), on_iteration=hook)
     kinds = [(e[0], e[1]) for e in events]
     # iteration 0's update started before the slow env finished its first episode
     assert ("slow_reset", 0) in kinds
@@ -169,9 +139,9 @@ def test_async_resume_starts_a_fresh_engine_and_finishes(agent, tmp_path):
     with pool:
         with pytest.raises(StopRequested):
             train_online(agent, _tasks(), PCFG, _cfg(iterations=2, stop_after_steps=1, checkpoint_every=1),
-                         workdir=str(tmp_path), pool=pool, prompt_fn=oracle_prompt, policy=Oracle(agent))
+                         workdir=str(tmp_path), pool=pool, prompt_fn=oracle_prompt, policy=EncodedOracle(agent))
         summary = train_online(agent, _tasks(), PCFG, _cfg(iterations=2, checkpoint_every=1), workdir=str(tmp_path),
-                               pool=pool, prompt_fn=oracle_prompt, policy=Oracle(agent))
+                               pool=pool, prompt_fn=oracle_prompt, policy=EncodedOracle(agent))
     assert summary["iterations"] == 2
     # the report resumes from the checkpoint: both runs' episodes, none abandoned by the stopped run
     assert summary["rollout_report"]["episodes"] == 2 * 2 * 2
