@@ -71,9 +71,11 @@ _BASE = {"click": ("x", "y"), "long_press": ("x", "y", "time"), "swipe": ("x", "
          "terminate": ("status",)}
 _ANNOT = ("element", "action_desc")
 # dialect -> canonical type -> fields the dialect carries for it (types absent: not expressible)
+# A point action may name its element by label (`"text"`) in the JSON dialects.
+_LABEL = {"click": ("text",), "long_press": ("text",)}
 CARRIED: dict[str, dict[str, tuple[str, ...]]] = {
-    "ui_s1": {t: f + _ANNOT for t, f in _BASE.items() if t != "scroll"},
-    "ui_genie": {t: f + _ANNOT for t, f in _BASE.items()},
+    "ui_s1": {t: f + _ANNOT + _LABEL.get(t, ()) for t, f in _BASE.items() if t != "scroll"},
+    "ui_genie": {t: f + _ANNOT + _LABEL.get(t, ()) for t, f in _BASE.items()},
     "uitars": {**{t: _BASE[t] for t in ("click", "long_press", "swipe", "scroll", "type",
                                        "answer", "open", "system_button", "wait")},
                "terminate": ("status", "text")},
@@ -102,7 +104,7 @@ def dialect_view(action: Action, dialect: str) -> Action:
             raise ValueError(f"terminate(status={action.status!r}) cannot be expressed in dialect "
                              f"{dialect!r} (only success)")
         if action.type in ("click", "long_press") and action.x is None:
-            raise ValueError(f"{action.type} by element index only cannot be expressed in dialect "
+            raise ValueError(f"{action.type} by element index or label only cannot be expressed in dialect "
                              f"{dialect!r} (needs x, y)")
     if dialect == "mobilerl" and action.type == "system_button" and action.button == "Menu":
         raise ValueError("system_button 'Menu' cannot be expressed in dialect 'mobilerl'")

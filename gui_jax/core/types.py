@@ -42,7 +42,8 @@ class Action:
     """One canonical action. Unused fields stay None.
 
     `element` is an optional Set-of-Mark / UI-element index; a click/long_press may carry
-    an element instead of (or beside) x, y. `action_desc` is a one-line summary (UI-Genie).
+    an element instead of (or beside) x, y, or a `text` naming the element by its label
+    (core/labels.py resolves it on the screen). `action_desc` is a one-line summary (UI-Genie).
     """
 
     type: str
@@ -63,7 +64,8 @@ class Action:
             raise ActionError(f"unknown action type {self.type!r}; known: {', '.join(ACTION_TYPES)}")
         for name in ACTION_FIELDS[self.type]:
             if getattr(self, name) is None:
-                if self.type in POINT_ACTIONS and name in ("x", "y") and self.element is not None:
+                if self.type in POINT_ACTIONS and name in ("x", "y") and (
+                        self.element is not None or self.text is not None):
                     continue
                 if name == "time" and self.type == "long_press":
                     continue  # duration is optional for long_press

@@ -28,6 +28,7 @@ import time
 import ml_collections
 
 from gui_jax.config_check import ConfigError, checkpoint_steps
+from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.jobs import common
@@ -99,6 +100,9 @@ def target_bbox(action, obs):
     (what the oracle records, so element-mode SFT can name the element)."""
     from gui_jax.rl.prompting import visible_elements
     if action.type not in ("click", "long_press"):
+        return None
+    action = label_to_element(action, obs.ui_elements)
+    if action.x is None and action.element is None:
         return None
     els = visible_elements(obs)
     if action.element is not None:

@@ -30,6 +30,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Action, Episode, Observation
 from gui_jax.models.heads import label_scores
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
@@ -92,6 +93,7 @@ def step_action(episodes: Mapping[str, Episode], ref: StepRef) -> Action:
 def _element_of(episodes, ref: StepRef, action: Action, obs: Observation) -> Optional[int]:
     """Element index naming a point action in element mode: the action's own, the expert's, or the smallest
     visible element holding the point."""
+    action = label_to_element(action, obs.ui_elements)
     if action.element is not None:
         return action.element
     if ref.action is None:
@@ -108,7 +110,7 @@ def _element_of(episodes, ref: StepRef, action: Action, obs: Observation) -> Opt
 def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: PromptConfig) -> str:
     """`action` (screen pixels) written in the policy's dialect for a prompt showing `obs`."""
     element = None
-    if pcfg.target == "element" and action.type in ("click", "long_press"):
+    if pcfg.target in ("element", "text") and action.type in ("click", "long_press"):
         element = _element_of(episodes, ref, action, obs)
         if element is None:
             raise ValueError(f"element-mode RM prompt: {action} at step {ref.step} of {ref.episode_id!r} names "

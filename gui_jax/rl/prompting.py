@@ -26,11 +26,13 @@ from PIL import Image
 
 from gui_jax.core.dialects import (ActionParseError, expressible, format_response, parse_response,
                                    scale_action_to_image)
+from gui_jax.core.labels import identifying_label
 from gui_jax.core.types import Action, Observation, UIElement
 from gui_jax.models.processor import smart_resize, to_rgb_pil
 from gui_jax.models.qwen2_5_vl.config import QWEN_SPECIAL_TOKENS
 
 OBSERVATION_MODES = ("screenshot", "ui_text", "both")
+TARGETS = ("coordinate", "element", "text")
 HISTORY_MODES = ("full", "compact")
 IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 
@@ -39,7 +41,8 @@ IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 class PromptConfig:
     dialect: str = "ui_s1"
     observation: str = "screenshot"      # screenshot | ui_text | both
-    target: str = "coordinate"           # coordinate | element (how point actions are given)
+    target: str = "coordinate"           # coordinate | element | text (how point actions are given:
+                                         # pixels, UI-element index, or the element's label words)
     history_turns: int = 2               # K: observations in the prompt, the current one included
     history_mode: str = "full"           # full (UI-S1: earlier responses as written) | compact
     max_history_lines: int = 10          # earlier steps kept (full: text turns, compact: lines); ≤ 0 = all
@@ -62,8 +65,8 @@ class PromptConfig:
     def __post_init__(self):
         if self.observation not in OBSERVATION_MODES:
             raise ValueError(f"unknown observation mode {self.observation!r}; known: {OBSERVATION_MODES}")
-        if self.target not in ("coordinate", "element"):
-            raise ValueError(f"unknown action target {self.target!r}; known: coordinate, element")
+        if self.target not in TARGETS:
+            raise ValueError(f"unknown action target {self.target!r}; known: {', '.join(TARGETS)}")
         if self.target == "element" and self.observation == "screenshot":
             raise ValueError("target='element' needs the UI tree in the prompt (observation ui_text/both)")
         if self.history_mode not in HISTORY_MODES:
@@ -151,8 +154,9 @@ def ui_text(obs: Observation, cfg: PromptConfig) -> str:
 
 
 def system_text(cfg: PromptConfig) -> str:
-    target = ("point actions name the UI element index: \"element\": k"
-              if cfg.target == "element" else "coordinates are pixels of the screenshot")
+    target = {"element": "point actions name the UI element index: \"element\": k",
+              "text": "point actions name the UI element by its label: \"text\": words of the label",
+              "coordinate": "coordinates are pixels of the screenshot"}[cfg.target]
     return (f"You operate an Android phone to complete the user's goal. Reply in the {cfg.dialect} "
             f"format with one action per turn; {target}. Actions: click, long_press, swipe, type, "
             "system_button, open, wait, answer, terminate.")
@@ -234,11 +238,20 @@ def expert_response(action: Action, obs: Observation, cfg: PromptConfig, *, thou
     """The expert action as the model should write it for this prompt configuration.
 
     Coordinates go from screen pixels into the model image (`image_size`, default the current
-    step's model image, `model_image_size`); in element mode point actions carry only the element index. A scroll in
-    a dialect without scroll becomes a finger swipe through the screen centre.
+    step's model image, `model_image_size`); in element mode point actions carry only the element index, in
+    text mode the shortest label prefix that names the element on this screen (core/labels.py; the index
+    where no label does). A scroll in a dialect without scroll becomes a finger swipe through the screen centre.
     """
     a = action.replace(action_desc=None)
-    if cfg.target == "element" and a.type in ("click", "long_press"):
+    if cfg.target == "text" and a.type in ("click", "long_press"):
+        idx = element if element is not None else a.element
+        label = None if idx is None else identifying_label(obs.ui_elements, int(idx))
+        if label is not None:
+            # word_tokens: a leading space gives the label the token form it has in the goal and UI text
+            a = Action(a.type, text=(" " + label) if cfg.word_tokens else label)
+            return format_response(a, cfg.dialect, thought)
+    by_index = cfg.target == "element" or (cfg.target == "text" and cfg.observation != "screenshot")
+    if by_index and a.type in ("click", "long_press"):
         idx = element if element is not None else a.element
         if idx is None:
             raise ValueError(f"element-mode prompt needs the expert's element index for {a}")

@@ -18,6 +18,7 @@ import re
 from typing import Optional, Sequence
 
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
+from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode, Observation
 from gui_jax.rewards.rules import dialect_requires_thought, judge_response
 from gui_jax.rl.policy import Generation, Policy
@@ -68,7 +69,8 @@ def judge_step(text: str, ep: Episode, t: int, pcfg: PromptConfig, scfg: SemiOnl
                           expert_bbox=ep.target_bboxes[t], preset=scfg.reward_preset,
                           require_thought=require, bbox_scale=scfg.bbox_scale,
                           dist_threshold=scfg.dist_threshold, elements=element_table(obs),
-                          pred_transform=lambda a: scale_action_to_screen(a, image_size, obs.screen_size))
+                          pred_transform=lambda a: scale_action_to_screen(label_to_element(a, obs.ui_elements),
+                                                                          image_size, obs.screen_size))
 
 
 def element_table(obs: Observation) -> list:

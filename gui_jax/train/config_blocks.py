@@ -27,7 +27,7 @@ def prompt_block() -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict({
         "dialect": "ui_s1",
         "observation": "screenshot",  # screenshot | ui_text | both
-        "target": "coordinate",       # coordinate | element
+        "target": "coordinate",       # coordinate | element | text (element index, or its label words)
         "history_turns": 2,           # K: observations in the prompt, the current one included (§3)
         "history_mode": "full",       # full (UI-S1: earlier responses as written) | compact (one line each)
         "max_history_lines": 10,      # earlier steps kept (full: text turns; compact: lines); ≤ 0 = all

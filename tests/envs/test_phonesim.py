@@ -129,6 +129,21 @@ def test_element_index_click_equals_coordinate_click():
     assert a.dev.top.page == "about"
 
 
+def test_label_click_equals_element_click_and_unknown_label_is_invalid():
+    a, b = fresh(), fresh()
+    for s in (a, b):
+        s.step(Action("open", text="Settings"))
+    about = next(e.index for e in a.observe().ui_elements if e.text == "About phone")
+    before = a.observe().ui_xml
+    _, _, info = a.step(Action("click", text="Spaceship"))
+    assert not info["valid"] and "no element labelled 'Spaceship'" in info["reason"]
+    assert a.observe().ui_xml == before
+    _, _, info = a.step(Action("click", text=" about PHONE"))
+    b.step(Action("click", element=about))
+    assert info["valid"] and a.dev.top.page == b.dev.top.page == "about"
+    assert a.observe().ui_xml == b.observe().ui_xml
+
+
 def test_every_clickable_widget_hit_tests_to_itself():
     sim = fresh("contacts.edit_phone", 5)
     for app in ("Settings", "Contacts", "Expenses", "Tasks", "Music"):

@@ -11,8 +11,10 @@ import difflib
 import re
 from typing import Optional
 
+from gui_jax.core.labels import resolve_label
 from gui_jax.core.types import Action
 from gui_jax.envs.sim.ui import UI
+from gui_jax.envs.sim.uixml import screen_elements
 from gui_jax.envs.sim.widgets import KEYBOARD_H, Dialog, H, PageRef, Screen, W
 
 
@@ -186,6 +188,12 @@ class Device:
     def _apply(self, a: Action) -> tuple[bool, str]:
         t = a.type
         if t in ("click", "long_press"):
+            if a.x is None and a.element is None and a.text is not None:
+                # by label: the element the text names on this screen (core/labels.py)
+                idx = resolve_label(a.text, screen_elements(self.screen()))
+                if idx is None:
+                    return False, f"no element labelled {a.text!r} on this screen"
+                a = a.replace(element=idx)
             if a.element is not None and a.x is None:
                 # element index = a tap at the centre of that UI element (as Set-of-Mark agents do)
                 flat = self.screen().flat
