@@ -50,8 +50,8 @@ def _replay(make_env: Callable, task, actions: Sequence[Action]):
 def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *, beam_width: int = 5,
                 num_candidates: int = 10, max_steps: int = 15, seed: int = 0,
                 score_many: Optional[Callable] = None) -> list[Partial]:
-    """Expands every live partial trajectory with `num_candidates` proposals, keeps the `beam_width` best by
-    cumulative step reward (ties: earlier proposal first), and stops a partial when its episode ends (the
+    """Expands every live partial trajectory with `num_candidates` proposals, keeps the `beam_width` best
+    distinct partial trajectories by cumulative step reward (ties: earlier proposal first), and stops a partial when its episode ends (the
     env's own success check verifies the outcome). Returns the finished partials, best first, plus any
     still alive after `max_steps`."""
     rng = np.random.default_rng(seed)
@@ -68,8 +68,17 @@ def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *,
                 expansions.append((p.score + v, b_idx, c_idx, p, a))
         # stable: highest cumulative score first, then the beam's order, then the proposal order
         expansions.sort(key=lambda e: (-e[0], e[1], e[2]))
-        new_beam = []
-        for total, _, _, p, a in expansions[:beam_width]:
+        new_beam, kept, seen = [], 0, set()
+        for total, _, _, p, a in expansions:
+            # distinct partial trajectories only: sampled candidates repeat (a confident policy proposes
+            # the same action many times), and copies would collapse the beam onto one path
+            key = tuple(p.actions) + (a,)
+            if key in seen:
+                continue
+            seen.add(key)
+            if kept == beam_width:
+                break
+            kept += 1
             env, obs, done, info = _replay(make_env, task, p.actions + [a])
             env.close()
             child = Partial(actions=p.actions + [a], history=p.history + [(p.obs, a)], score=total, done=done,

@@ -54,6 +54,24 @@ def test_beam_width_one_equals_greedy_decoding_of_the_scorer():
         assert len(beam) == 1 and beam[0].actions == greedy and len(greedy) >= 1
 
 
+def test_repeated_proposals_do_not_collapse_the_beam():
+    """A proposer that repeats one wrong action 9 times beside the expert's, and a scorer preferring the wrong
+    one: with copies kept, all 5 slots would hold the wrong path; distinct paths keep the expert's too."""
+    wrong = Action("click", x=5.0, y=5.0)
+
+    def repeating(goal, history, obs, n, rng):
+        return [wrong] * (n - 1) + [EXPERT[len(history)]]
+
+    def wrong_first(goal, history, obs, action):
+        return 0.9 if action == wrong else 0.5
+
+    out = beam_search(TASK, make_env, repeating, wrong_first, beam_width=5, num_candidates=10, max_steps=1)
+    assert [p.actions for p in out] == [[wrong], [EXPERT[0]]]
+    assert [p.score for p in out] == [0.9, 0.5]
+    two = beam_search(TASK, make_env, repeating, wrong_first, beam_width=5, num_candidates=10, max_steps=2)
+    assert [p.actions for p in two] == [[wrong, wrong], [wrong, EXPERT[1]], [EXPERT[0], wrong], [EXPERT[0], EXPERT[1]]]
+
+
 def test_best_of_n_takes_the_argmax_first_on_ties():
     acts = [Action("click", x=i, y=i) for i in range(4)]
     scores = {0: 0.2, 1: 0.9, 2: 0.9, 3: 0.1}
