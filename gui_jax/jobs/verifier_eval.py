@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from gui_jax.config_check import ConfigError, RunError
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
+from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Action, Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.jobs import common
@@ -130,10 +131,14 @@ def load_reward_model(config, block: str):
 
 # ------------------------------------------------------------------------------------------ proposer / scorer
 def response_action(text: str, obs, pcfg: PromptConfig, render: bool) -> Action:
-    """The action a response names, in screen pixels; NO_OP when it does not parse."""
+    """The action a response names, in screen pixels (a click by label as the element it names on this screen);
+    NO_OP when it does not parse or its label names no element."""
     try:
         _, action = parse_response(text, pcfg.dialect)
     except ActionParseError:
+        return NO_OP
+    action = label_to_element(action, obs.ui_elements)
+    if action.type in ("click", "long_press") and action.x is None and action.element is None:
         return NO_OP
     if action.x is not None and render:  # pixels of the screenshot the model saw → screen pixels
         action = scale_action_to_screen(action, (obs.screenshot.shape[1], obs.screenshot.shape[0]), obs.screen_size)

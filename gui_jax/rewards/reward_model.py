@@ -30,6 +30,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from gui_jax.core.dialects import format_response
 from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Action, Episode, Observation
 from gui_jax.models.heads import label_scores
@@ -112,6 +113,9 @@ def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: 
     element = None
     if pcfg.target in ("element", "text") and action.type in ("click", "long_press"):
         element = _element_of(episodes, ref, action, obs)
+        if element is None and action.text is not None and action.x is None:
+            # a sampled label that names nothing on this screen: scored as the policy wrote it
+            return format_response(Action(action.type, text=action.text), pcfg.dialect, "")
         if element is None:
             raise ValueError(f"element-mode RM prompt: {action} at step {ref.step} of {ref.episode_id!r} names "
                              f"no UI element (give the candidate an element index)")

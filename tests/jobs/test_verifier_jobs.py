@@ -216,3 +216,17 @@ def test_a_reward_model_is_required():
     cfg = load_config("configs/verifier_eval.py")
     with pytest.raises(ConfigError, match=r"config\.verifier\.rm_checkpoint_dir"):
         ve.check_verifier_config(cfg)
+
+
+def test_proposed_label_clicks_become_the_element_they_name_or_a_no_op():
+    """A sampled click by label (any target mode) is resolved on the proposal's screen; one naming nothing is
+    treated like an unparsable response, so the RM never has to write an element-less click."""
+    from gui_jax.envs.sim import PhoneSim
+    from gui_jax.rl.prompting import PromptConfig
+    pcfg = PromptConfig(observation="ui_text", target="element", system_prompt=False)
+    obs = PhoneSim(render=False).reset(make_task("settings.wifi_on", 0))
+    clock = next(e.index for e in obs.ui_elements if "Clock" in (e.text, e.content_desc))
+    say = lambda body: "<think></think>\n<action>" + body + "</action>"
+    assert ve.response_action(say('{"action": "click", "text": "clock"}'), obs, pcfg, False) == Action("click", element=clock)
+    assert ve.response_action(say('{"action": "click", "text": "$137.0"}'), obs, pcfg, False) == ve.NO_OP
+    assert ve.response_action(say('{"action": "click", "element": 3}'), obs, pcfg, False) == Action("click", element=3)

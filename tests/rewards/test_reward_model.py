@@ -169,3 +169,23 @@ def test_training_lowers_the_label_loss(data, tmp_path):
     # vocab cross-entropy starts near log |V| and drops as the label tokens take the mass
     assert len(losses) == 12 and losses[0] > 0.9 * np.log(4096) and losses[-1] < 0.5 * losses[0]
     assert all(np.isfinite(r["label_acc"]) for r in log.rows)
+
+
+def test_rm_writes_label_clicks_as_their_element_or_as_the_policy_wrote_them():
+    from gui_jax.core.types import Action
+    from gui_jax.envs.sim import PhoneSim, make_task
+    from gui_jax.rewards.data_engine import StepRef
+    from gui_jax.rewards.reward_model import action_text
+    from gui_jax.rl.prompting import PromptConfig
+    pcfg = PromptConfig(observation="ui_text", target="element", system_prompt=False)
+    obs = PhoneSim(render=False).reset(make_task("settings.wifi_on", 0))
+    clock = next(e.index for e in obs.ui_elements if "Clock" in (e.text, e.content_desc))
+    ref = StepRef("live", 0, Action("click", text="Clock"))
+    assert action_text({}, ref, ref.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", "element": %d}'
+                                                           '</action>' % clock)
+    nowhere = StepRef("live", 0, Action("click", text="$137.0"))
+    assert action_text({}, nowhere, nowhere.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", '
+                                                                   '"text": "$137.0"}</action>')
+    with pytest.raises(ValueError, match="names no UI element"):
+        offscreen = StepRef("live", 0, Action("click", x=-5.0, y=-5.0))
+        action_text({}, offscreen, offscreen.action, obs, pcfg)
