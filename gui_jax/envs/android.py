@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from gui_jax.core.labels import resolve_label
 from gui_jax.core.types import Action, Observation
 from gui_jax.envs.base import EnvFailure
 from gui_jax.envs.xml import parse_ui_xml
@@ -142,7 +143,14 @@ class AndroidDeviceEnv:
         """Executes `a` on the device; returns the reason when the action cannot be executed."""
         d = self.device
         if a.type in ("click", "long_press") and a.x is None:
-            return f"{a.type} needs coordinates (element indices are resolved by the prompt builder)"
+            # by element index or label: the centre of that element in the current hierarchy
+            elements = parse_ui_xml(self._call("dump_hierarchy", d.dump_hierarchy))
+            idx = a.element if a.element is not None else resolve_label(a.text or "", elements)
+            hit = next((e for e in elements if e.index == idx), None)
+            if hit is None:
+                named = f"element {a.element}" if a.element is not None else f"label {a.text!r}"
+                return f"{a.type}: {named} names no element on this screen"
+            a = a.replace(x=hit.center[0], y=hit.center[1])
         if a.type == "click":
             self._call("click", d.click, a.x, a.y)
         elif a.type == "long_press":

@@ -138,6 +138,15 @@ def test_reset_and_steps_issue_the_right_rpc_calls(stand_in):
     assert rpc[1] == ("click", [10, 20, 2000])                      # long click = click with a duration in ms
     assert rpc[2][0] == "swipe" and rpc[2][1][:4] == [540, 1200, 540, 0]  # content down: finger to the top edge
     assert rpc[3] == ("pressKey", ["back"])
+    stand_in.calls.clear()
+    env.step(Action("click", text="wi-fi"))             # by label: the element's centre
+    env.step(Action("click", element=1))                # by element index (document order)
+    _, _, info = env.step(Action("click", text="Bluetooth"))
+    rpc = [(m, p) for m, p in stand_in.calls if m not in ("dumpWindowHierarchy", "takeScreenshot")]
+    wifi = next(e for e in obs.ui_elements if e.text == "Wi-Fi")
+    first = next(e for e in obs.ui_elements if e.index == 1)
+    assert rpc[:2] == [("click", list(wifi.center)), ("click", list(first.center))] and len(rpc) == 2
+    assert info["valid"] is False and "label 'Bluetooth' names no element" in info["reason"]
     _, done, info = env.step(Action("open", text="NoSuchApp"))
     assert not done and info["valid"] is False and "unknown app" in info["reason"]
     wifi_on["v"] = True
