@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from gui_jax.core.labels import resolve_label
 from gui_jax.core.types import Action, Observation, UIElement
 from gui_jax.envs.base import EnvFailure
 
@@ -248,6 +249,11 @@ class MiniWobEnv:
         w, h = self._size
         if t == "click" and action.x is not None:
             return env.create_action("CLICK_COORDS", coords=np.array([action.x, action.y], np.float32)), None
+        if t == "click" and action.x is None and action.element is None and action.text is not None:
+            idx = resolve_label(action.text, self._last.ui_elements if self._last is not None else [])
+            if idx is None:
+                return None, f"label {action.text!r} names no element on this page"
+            action = action.replace(element=idx, text=None)
         if t == "click" and action.element is not None:
             if not 0 <= action.element < len(self._refs):
                 return None, f"element {action.element} out of range (0..{len(self._refs) - 1})"

@@ -81,8 +81,9 @@ def test_actions_without_miniwob_meaning_are_invalid_and_leave_the_page(env):
     field = next(e.index for e in obs.ui_elements if e.cls == "input_text")
     env.step(Action("click", element=field))
     env.step(Action("type", text=task.fields["target"]))
-    submit = next(e.index for e in obs.ui_elements if e.text == "Submit")
-    _, done, info = env.step(Action("click", element=submit))
+    _, done, info = env.step(Action("click", text="Nowhere"))
+    assert not done and info["valid"] is False and "label 'Nowhere' names no element" in info["reason"]
+    _, done, info = env.step(Action("click", text="submit"))  # by label: resolved to the Submit button
     assert done and info["success"]
 
 
