@@ -27,13 +27,17 @@ def normalize_label(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def element_labels(e: UIElement) -> list[str]:
-    """The normalised labels an element answers to: content description, text, both joined."""
-    parts = [normalize_label(s) for s in (e.content_desc, e.text) if s and s.strip()]
-    labels = list(dict.fromkeys(parts))
+def _label_forms(e: UIElement, spell) -> list[str]:
+    """Content description, text, and both joined, each written by `spell`; repeats dropped."""
+    labels = list(dict.fromkeys(spell(s) for s in (e.content_desc, e.text) if s and s.strip()))
     if len(labels) == 2:
         labels.append(f"{labels[0]} {labels[1]}")
     return labels
+
+
+def element_labels(e: UIElement) -> list[str]:
+    """The normalised labels an element answers to: content description, text, both joined."""
+    return _label_forms(e, normalize_label)
 
 
 def _level(query: str, labels: list[str]) -> Optional[int]:
@@ -74,11 +78,8 @@ def identifying_label(elements: Sequence[UIElement], index: int) -> Optional[str
     target = next((e for e in elements if e.index == index), None)
     if target is None:
         return None
-    raw = [" ".join(s.split()) for s in (target.content_desc, target.text) if s and s.strip()]
-    raw = list(dict.fromkeys(raw))
-    if len(raw) == 2:
-        raw.append(f"{raw[0]} {raw[1]}")
-    for label in raw:  # description first: it names what the widget is for ("08:30 Call mom", not "ON")
+    # description first: it names what the widget is for ("08:30 Call mom", not "ON")
+    for label in _label_forms(target, lambda s: " ".join(s.split())):
         words = label.split(" ")
         for n in range(1, len(words) + 1):
             cand = " ".join(words[:n])

@@ -51,8 +51,8 @@ def beam_search(task, make_env: Callable, propose: Callable, score: Callable, *,
                 num_candidates: int = 10, max_steps: int = 15, seed: int = 0,
                 score_many: Optional[Callable] = None) -> list[Partial]:
     """Expands every live partial trajectory with `num_candidates` proposals, keeps the `beam_width` best
-    distinct partial trajectories by cumulative step reward (ties: earlier proposal first), and stops a partial when its episode ends (the
-    env's own success check verifies the outcome). Returns the finished partials, best first, plus any
+    distinct partial trajectories by cumulative step reward (ties: earlier proposal first), and stops a
+    partial when its episode ends (the env's own success check verifies the outcome). Returns the finished partials, best first, plus any
     still alive after `max_steps`."""
     rng = np.random.default_rng(seed)
     env, obs, _, _ = _replay(make_env, task, [])
