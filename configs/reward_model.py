@@ -29,6 +29,9 @@ def get_config():
             "rationale": False,          # GUI-Shepherd CoT variant: rationale before the label
             "rationale_max_tokens": 64,
             "system_prompt": False,
+            # clicks carry their target's label ("→ 08:30 Call mom ON"): the tiny RM reads UI text, and
+            # otherwise has to look the element index up among the lines
+            "describe_targets": True,
             "batch_size": 32,
             "max_prompt_tokens": 8192,
         },

@@ -31,29 +31,19 @@ def parse_pairs(items, what):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--stage", action="append", required=True, metavar="NAME=CHECKPOINT_DIR")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    ap.add_argument("--workdir", default="runs/paired_eval", help="where held-out task lists are written")
-    ap.add_argument("--out", required=True, help="output path without extension (.json and .md are written)")
-    args = ap.parse_args()
-    sys.path.insert(0, ROOT)
+def evaluate_stages(config, stages, workdir):
+    """Greedy online SR of each (name, checkpoints folder) on the config's held-out tasks, and each
+    stage after the first against the first, paired by task. Returns (results, tests, n_tasks)."""
     from gui_jax.eval.metrics import mcnemar_exact, paired_bootstrap, paired_counts
-    from gui_jax.jobs import load_config
     from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
     from gui_jax.jobs.online_rl import evaluate_online_pool
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
 
-    stages = parse_pairs(args.stage, "--stage")
-    over = {k: ast.literal_eval(v) for k, v in parse_pairs(args.set, "--set")}
-    config = load_config(os.path.join(ROOT, args.config) if not os.path.isabs(args.config) else args.config, **over)
     for name, ckpt in stages:  # every folder checked before any work
         if not os.path.isdir(ckpt):
             raise SystemExit(f"--stage {name}={ckpt}: no such checkpoints folder")
-    _, test_tasks, _, _ = prepare(config, args.workdir, sides=())
+    _, test_tasks, _, _ = prepare(config, workdir, sides=())
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     results = {}
@@ -77,24 +67,52 @@ def main():
         tests[f"{name} vs {first}"] = {"tasks": len(common), "gained": gained, "lost": lost,
                                        "mcnemar_p": mcnemar_exact(xa, xb), "diff": boot["diff"],
                                        "bootstrap_ci95": [boot["lo"], boot["hi"]]}
+    return results, tests, len(test_tasks)
+
+
+def table_rows(results, tests) -> list:
+    """Markdown rows: SR [CI], n, and the paired comparison against the first stage."""
+    first = next(iter(results))
+    rows = []
+    for name, r in results.items():
+        t = tests.get(f"{name} vs {first}")
+        cmp = (f"{t['gained']} / {t['lost']} | {t['diff']:+.3f} [{t['bootstrap_ci95'][0]:+.3f}, "
+               f"{t['bootstrap_ci95'][1]:+.3f}] | {t['mcnemar_p']:.3g}") if t else " | | "
+        rows.append(f"| {name} | {r['online_SR']:.3f} [{r['online_SR_ci95'][0]:.3f}, {r['online_SR_ci95'][1]:.3f}] "
+                    f"| {r['n']} | {cmp} |")
+    return rows
+
+
+TABLE_HEADER = ["| stage | online SR [95 % CI] | n | vs first: gained / lost | Δ SR [95 % bootstrap] | McNemar p |",
+                "|---|---|---|---|---|---|"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--stage", action="append", required=True, metavar="NAME=CHECKPOINT_DIR")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--workdir", default="runs/paired_eval", help="where held-out task lists are written")
+    ap.add_argument("--out", required=True, help="output path without extension (.json and .md are written)")
+    args = ap.parse_args()
+    sys.path.insert(0, ROOT)
+    from gui_jax.jobs import load_config
+
+    stages = parse_pairs(args.stage, "--stage")
+    over = {k: ast.literal_eval(v) for k, v in parse_pairs(args.set, "--set")}
+    config = load_config(os.path.join(ROOT, args.config) if not os.path.isabs(args.config) else args.config, **over)
+    results, tests, n_tasks = evaluate_stages(config, stages, args.workdir)
     command = " ".join(["python"] + [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
-    out = {"command": command, "held_out_tasks": len(test_tasks), "load_avg": os.getloadavg(),
+    out = {"command": command, "held_out_tasks": n_tasks, "load_avg": os.getloadavg(),
            "stages": {k: {kk: v[kk] for kk in ("online_SR", "online_SR_ci95", "n", "checkpoint", "step",
                                                 "eval_wall_s", "online_success")} for k, v in results.items()},
            "paired_vs_first": tests}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".json", "w") as f:
         json.dump(out, f, indent=1)
-    lines = [f"Command: `{command}`", "", f"Greedy online SR on {len(test_tasks)} held-out tasks "
-             "(Wilson 95 % intervals); each stage against the first, paired by task.", "",
-             "| stage | online SR [95 % CI] | n | vs first: gained / lost | Δ SR [95 % bootstrap] | McNemar p |",
-             "|---|---|---|---|---|---|"]
-    for name, r in results.items():
-        t = tests.get(f"{name} vs {first}")
-        cmp = (f"{t['gained']} / {t['lost']} | {t['diff']:+.3f} [{t['bootstrap_ci95'][0]:+.3f}, "
-               f"{t['bootstrap_ci95'][1]:+.3f}] | {t['mcnemar_p']:.3g}") if t else " | | "
-        lines.append(f"| {name} | {r['online_SR']:.3f} [{r['online_SR_ci95'][0]:.3f}, {r['online_SR_ci95'][1]:.3f}] "
-                     f"| {r['n']} | {cmp} |")
+    lines = [f"Command: `{command}`", "", f"Greedy online SR on {n_tasks} held-out tasks "
+             "(Wilson 95 % intervals); each stage against the first, paired by task.", ""]
+    lines += TABLE_HEADER + table_rows(results, tests)
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -352,6 +352,8 @@ EVAL = {
     "max_steps": integer("online episode step limit", 1),
     "checkpoint_dir": checkpoint_rule("a stage's checkpoints folder to evaluate, e.g. runs/quickstart/rl/checkpoints"),
     "untrained": boolean("evaluate without trained weights (random init or model.checkpoint as is)"),
+    "before_training": boolean("quickstart: evaluate the untrained model first (a table row of zeros for "
+                               "the tiny default, ~3 min on 2 cores)"),
 }
 REASONING = {
     "rounds": integer("sample → verify → fine-tune rounds", 1),

@@ -1,7 +1,7 @@
 """The main job: the tiny agent on PhoneSim, end to end.
 
-expert episodes (train split) → evaluate untrained → SFT → evaluate → semi-online RL → evaluate,
-each evaluation on the held-out split: SOP (PG, TSR, Score), step metrics with the expert history
+expert episodes (train split) → [evaluate untrained, eval.before_training] → SFT → evaluate →
+semi-online RL → evaluate, each evaluation on the held-out split: SOP (PG, TSR, Score), step metrics with the expert history
 (TM, GR, SR) and online success in PhoneSim, every success rate with its Wilson 95 % interval and
 each stage paired against the one before on the same tasks (exact McNemar). Resumable: finished
 stages are not redone.
@@ -95,7 +95,8 @@ def run(config, workdir: str) -> None:
             fn(*a, **kw)
         profile.setdefault(name, prof.stages[name])
 
-    stage_eval("untrained", 0)
+    if config.eval.get("before_training", True):
+        stage_eval("untrained", 0)
     timed("train_sft", train_sft, agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"),
           logger=logger)
     stage_eval("sft", config.sft.num_steps)

@@ -64,13 +64,14 @@ def build_records(episodes: Sequence[Episode], rng, dcfg) -> list[de.RewardRecor
         recs += de.expert_records(ep)
         for t in range(n):
             recs += de.rule_verified_records(ep, t, perturbed_actions(ep, t, rng, dcfg.clicks_per_step))
-        if n > 1:
-            recs += de.truncation_records(ep, [int(rng.integers(1, n))])
-        others = [o for o in by_app.get(ep.app, []) if o.goal != ep.goal and len(o.actions) > 1]
+        w = de.working_steps(ep)
+        if w > 1:
+            recs += de.truncation_records(ep, [int(rng.integers(1, w))])
+        others = [o for o in by_app.get(ep.app, []) if o.goal != ep.goal and de.working_steps(o) > 1]
         if others and dcfg.substitution:
             o = others[int(rng.integers(len(others)))]
-            recs += de.substitution_records(ep, o, int(rng.integers(1, n)) if n > 1 else 0,
-                                            int(rng.integers(1, len(o.actions))))
+            recs += de.substitution_records(ep, o, int(rng.integers(1, w)) if w > 1 else 0,
+                                            int(rng.integers(1, de.working_steps(o))))
         if dcfg.continuation and ep.actions[-1].type == "terminate":
             obs = ep.observations[n - 1]
             els = [e for e in visible_elements(obs) if e.clickable]
@@ -81,6 +82,7 @@ def build_records(episodes: Sequence[Episode], rng, dcfg) -> list[de.RewardRecor
             else:
                 extra = Action("system_button", button="Back")
             recs += de.continuation_records(ep, [de.StepRef(str(ep.episode_id), n - 1, extra)])
+    de.check_label_conflicts(recs, {str(e.episode_id): e for e in episodes})
     return recs
 
 

@@ -100,12 +100,21 @@ def rule_verified_records(ep: Episode, t: int, candidates: Sequence[Action], **m
                          rule_label(ep, t, a, **match_kw), "rule") for a in candidates]
 
 
-def truncation_records(ep: Episode, keep: Sequence[int]) -> list[RewardRecord]:
-    """The episode cut after `k` steps (0 < k < its length), claimed complete: outcome negatives."""
+def working_steps(ep: Episode) -> int:
+    """Steps before the episode's final `terminate` (all steps when it has none): an outcome record
+    drops a trailing terminate, so cutting only that step leaves the complete trajectory."""
     n = len(ep.actions)
+    return n - 1 if n and ep.actions[-1].type == "terminate" else n
+
+
+def truncation_records(ep: Episode, keep: Sequence[int]) -> list[RewardRecord]:
+    """The episode cut after `k` working steps (0 < k < working_steps), claimed complete: outcome negatives.
+    k = working_steps would keep every step but the final terminate: the expert's own (positive) outcome."""
+    n = working_steps(ep)
     bad = [k for k in keep if not 0 < k < n]
     if bad:
-        raise ValueError(f"truncation lengths {bad} must be in 1..{n - 1} for episode {ep.episode_id!r}")
+        raise ValueError(f"truncation lengths {bad} must be in 1..{n - 1} for episode {ep.episode_id!r} "
+                         f"({n} steps before its final terminate)")
     return [RewardRecord("outcome", ep.goal, _refs(ep, k), False, "truncation", {"kept": k}) for k in keep]
 
 
@@ -115,8 +124,12 @@ def substitution_records(ep: Episode, other: Episode, split: int, other_from: in
     if ep.app != other.app or ep.goal == other.goal:
         raise ValueError(f"substitution needs another task of the same app: {ep.episode_id!r} ({ep.app}) vs "
                          f"{other.episode_id!r} ({other.app})")
-    if not (0 <= split < len(ep.actions) and 0 <= other_from < len(other.actions)):
-        raise ValueError(f"split {split} / other_from {other_from} out of range")
+    if not (0 <= split < working_steps(ep) and 0 <= other_from < working_steps(other)):
+        # the prefix must stop before `ep` is done, and the tail must hold a working step of `other`:
+        # otherwise the outcome record is `ep`'s complete trajectory, labelled negative
+        raise ValueError(f"split {split} / other_from {other_from} out of range: split < {working_steps(ep)} "
+                         f"(working steps of {ep.episode_id!r}), other_from < {working_steps(other)} "
+                         f"(of {other.episode_id!r})")
     prefix = _refs(ep, split)
     tail = tuple(StepRef(str(other.episode_id), t) for t in range(other_from, len(other.actions)))
     out = [RewardRecord("step", ep.goal, prefix + tail[: i + 1], False, "substitution",
@@ -138,6 +151,27 @@ def continuation_records(ep: Episode, extra: Sequence[StepRef]) -> list[RewardRe
     out = [RewardRecord("step", ep.goal, done + extra[: i + 1], False, "continuation") for i in range(len(extra))]
     out.append(RewardRecord("outcome", ep.goal, done + extra, False, "continuation"))
     return out
+
+
+def check_label_conflicts(records: Sequence[RewardRecord], episodes) -> None:
+    """Raises if two records show the RM the same input with opposite labels (naming both records).
+
+    episodes: {episode_id: Episode}, to see a step's own action; an outcome record drops a trailing
+    terminate, as the RM prompt does."""
+    def key(r: RewardRecord):
+        steps = r.steps
+        if r.kind == "outcome" and steps:
+            last = steps[-1]
+            a = last.action if last.action is not None else episodes[last.episode_id].actions[last.step]
+            if a.type == "terminate":
+                steps = steps[:-1]
+        return (r.kind, r.goal, steps)
+    seen: dict = {}
+    for i, r in enumerate(records):
+        j = seen.setdefault(key(r), i)
+        if records[j].label != r.label:
+            raise ValueError(f"reward records {j} ({records[j].source}, label {records[j].label}) and {i} "
+                             f"({r.source}, label {r.label}) show the same {r.kind} input for goal {r.goal!r}")
 
 
 def hard_negative_records(records: Iterable[RewardRecord], scores: Sequence[float],

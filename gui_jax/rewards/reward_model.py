@@ -36,7 +36,8 @@ from gui_jax.core.types import Action, Episode, Observation
 from gui_jax.models.heads import label_scores
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
-from gui_jax.rl.prompting import PromptConfig, expert_response, model_image, ui_text, visible_elements, word_spaced
+from gui_jax.rl.prompting import (PromptConfig, expert_response, model_image, ui_text,
+                                  visible_elements, word_spaced)
 from gui_jax.rl.semi_online import expert_element
 
 QUESTION = "Is the candidate action correct for the goal? Answer yes or no."
@@ -52,6 +53,9 @@ class RewardModelConfig:
     rationale: bool = False          # a rationale precedes the label (GUI-Shepherd CoT variant)
     rationale_max_tokens: int = 64   # greedy rationale length when scoring with rationale=True
     system_prompt: bool = True
+    # Point actions (candidate and earlier steps) carry their target's label, "→ <label>", as an action
+    # description would; without it the RM has to look the element index up among the UI lines.
+    describe_targets: bool = False
     batch_size: int = 16             # rows per scoring batch
     max_prompt_tokens: int = 8192
 
@@ -122,9 +126,28 @@ def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: 
     return expert_response(action, obs, pcfg, element=element)
 
 
-def _old_line(episodes, ref: StepRef, pcfg: PromptConfig) -> str:
+def target_caption(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: PromptConfig) -> str:
+    """" → <label>" of the element a point action targets on `obs` ("" for other actions, or a point
+    that names no labelled element)."""
+    if action.type not in ("click", "long_press"):
+        return ""
+    element = _element_of(episodes, ref, action, obs)
+    e = next((e for e in obs.ui_elements if e.index == element), None) if element is not None else None
+    if e is None:
+        return ""
+    # description and text both ("08:30 Call mom ON"): the text alone is often just the widget's state
+    label = " ".join(dict.fromkeys(" ".join(x.split()) for x in (e.content_desc, e.text) if x))
+    if pcfg.word_tokens:
+        label = word_spaced(label)
+    return f" → {label}" if label else ""
+
+
+def _old_line(episodes, ref: StepRef, pcfg: PromptConfig, rcfg: RewardModelConfig) -> str:
     a = step_action(episodes, ref)
-    return a.action_desc or str(a.replace(action_desc=None))
+    line = a.action_desc or str(a.replace(action_desc=None))
+    if rcfg.describe_targets and not a.action_desc:
+        line += target_caption(episodes, ref, a, step_observation(episodes, ref), pcfg)
+    return line
 
 
 def _observation(obs: Observation, pcfg: PromptConfig, images: list, history: bool) -> list[dict]:
@@ -170,7 +193,7 @@ def rm_messages(record: RewardRecord, episodes: Mapping[str, Episode], pcfg: Pro
     images: list[np.ndarray] = []
     intro = f"Goal: {goal}\n"
     if old:
-        lines = [f"{i + 1}. {_old_line(episodes, r, pcfg)}" for i, r in enumerate(old)]
+        lines = [f"{i + 1}. {_old_line(episodes, r, pcfg, rcfg)}" for i, r in enumerate(old)]
         if rcfg.max_text_history > 0:
             lines = lines[-rcfg.max_text_history:]
         intro += "Earlier steps:\n" + "\n".join(lines) + "\n"
@@ -179,11 +202,13 @@ def rm_messages(record: RewardRecord, episodes: Mapping[str, Episode], pcfg: Pro
         obs = step_observation(episodes, ref)
         content.append({"type": "text", "text": f"Step {len(old) + k + 1}:"})
         content += _observation(obs, pcfg, images, history=True)
-        content.append({"type": "text", "text": "\nAction: " + action_text(episodes, ref, step_action(episodes, ref),
-                                                                            obs, pcfg) + "\n"})
+        a = step_action(episodes, ref)
+        desc = target_caption(episodes, ref, a, obs, pcfg) if rcfg.describe_targets else ""
+        content.append({"type": "text", "text": "\nAction: " + action_text(episodes, ref, a, obs, pcfg) + desc + "\n"})
     content.append({"type": "text", "text": "Current screen:"})
     content += _observation(current, pcfg, images, history=False)
-    tail = "\nCandidate action: " + action_text(episodes, cand_ref, candidate, current, pcfg) + "\n"
+    desc = target_caption(episodes, cand_ref, candidate, current, pcfg) if rcfg.describe_targets else ""
+    tail = "\nCandidate action: " + action_text(episodes, cand_ref, candidate, current, pcfg) + desc + "\n"
     if pcfg.goal_last:
         tail += f"Goal: {goal}\n"
     content.append({"type": "text", "text": tail + QUESTION})

@@ -133,15 +133,21 @@ def shown_elements(obs: Observation, cfg: PromptConfig) -> list[UIElement]:
     return shown[: cfg.max_ui_lines]
 
 
+def element_label_text(e: UIElement, cfg: PromptConfig) -> str:
+    """An element's label as its UI-text line writes it (text or description; both, word-spaced, with
+    `word_tokens`)."""
+    if cfg.word_tokens:
+        both = [" ".join(x.split()) for x in (e.content_desc, e.text) if x]
+        return " " + word_spaced(" ".join(dict.fromkeys(both)))[:80] if both else ""
+    return (e.text or e.content_desc).replace("\n", " ")[:60]
+
+
 def ui_text(obs: Observation, cfg: PromptConfig) -> str:
     """One line per element: `[index] Class;flags;text` (+ bounds when configured; the index last with
     `ui_text_index_last`)."""
     lines = []
     for e in shown_elements(obs, cfg):
-        label = (e.text or e.content_desc).replace("\n", " ")[:60]
-        if cfg.word_tokens:
-            both = [" ".join(x.split()) for x in (e.content_desc, e.text) if x]
-            label = " " + word_spaced(" ".join(dict.fromkeys(both)))[:80] if both else ""
+        label = element_label_text(e, cfg)
         cls = f"{e.cls.rsplit('.', 1)[-1]};" if cfg.ui_text_class else ""
         line = f"{cls}{_flags(e)};{label}" if cfg.ui_text_index_last else f"[{e.index}] {cls}{_flags(e)};{label}"
         if cfg.ui_text_bounds:

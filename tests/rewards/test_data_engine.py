@@ -40,11 +40,30 @@ def test_expert_and_truncation_records(clock_eps):
     ex = de.expert_records(toggle)
     assert [(r.kind, len(r.steps), r.label) for r in ex] == [("step", 1, True), ("step", 2, True),
                                                              ("step", 3, True), ("outcome", 3, True)]
-    tr = de.truncation_records(toggle, [1, 2])
-    assert [(r.kind, [s.step for s in r.steps], r.label) for r in tr] == [("outcome", [0], False),
-                                                                          ("outcome", [0, 1], False)]
-    with pytest.raises(ValueError, match="must be in 1..2"):
+    assert de.working_steps(toggle) == 2
+    tr = de.truncation_records(toggle, [1])
+    assert [(r.kind, [s.step for s in r.steps], r.label) for r in tr] == [("outcome", [0], False)]
+    # cutting only the terminate leaves open + click: the expert's own outcome, which is positive
+    with pytest.raises(ValueError, match=r"must be in 1..1 .*2 steps before its final terminate"):
+        de.truncation_records(toggle, [2])
+    with pytest.raises(ValueError, match="must be in 1..1"):
         de.truncation_records(toggle, [3])
+
+
+def test_label_conflicts_are_refused(clock_eps):
+    toggle, delete = clock_eps
+    eps = {toggle.episode_id: toggle, delete.episode_id: delete}
+    good = de.expert_records(toggle) + de.truncation_records(toggle, [1]) + de.expert_records(delete)
+    de.check_label_conflicts(good, eps)
+    # what the old truncation built: open + click claimed complete, labelled negative
+    twin = de.RewardRecord("outcome", toggle.goal, tuple(de.StepRef(toggle.episode_id, t) for t in range(2)),
+                           False, "truncation")
+    with pytest.raises(ValueError, match=r"records 3 \(expert, label True\) and 11 \(truncation, label False\)"):
+        de.check_label_conflicts(good + [twin], eps)
+    # a step record's input includes its candidate: the same steps with another label conflict too
+    flipped = de.RewardRecord("step", toggle.goal, good[0].steps, False, "rule")
+    with pytest.raises(ValueError, match="same step input"):
+        de.check_label_conflicts(good + [flipped], eps)
 
 
 def test_substitution_within_an_app(clock_eps):
@@ -59,6 +78,12 @@ def test_substitution_within_an_app(clock_eps):
     other_app = generate_episode(make_task("settings.wifi_on", 0), PhoneSim(render=False))
     with pytest.raises(ValueError, match="same app"):
         de.substitution_records(toggle, other_app, 1, 1)
+    # a prefix that already finishes the task, or a tail that is only the other's terminate, would leave
+    # toggle's complete trajectory labelled negative
+    with pytest.raises(ValueError, match="split < 2"):
+        de.substitution_records(toggle, delete, split=2, other_from=1)
+    with pytest.raises(ValueError, match="other_from < 4"):
+        de.substitution_records(toggle, delete, split=1, other_from=4)
 
 
 def test_redundant_continuation(clock_eps):

@@ -189,3 +189,28 @@ def test_rm_writes_label_clicks_as_their_element_or_as_the_policy_wrote_them():
     with pytest.raises(ValueError, match="names no UI element"):
         offscreen = StepRef("live", 0, Action("click", x=-5.0, y=-5.0))
         action_text({}, offscreen, offscreen.action, obs, pcfg)
+
+
+def test_described_targets_name_the_clicked_element():
+    from gui_jax.envs.sim import PhoneSim
+    from gui_jax.tasks import make_task
+    from gui_jax.tasks.generate import generate_episode
+    ep = generate_episode(make_task("clock.alarm_toggle", 0), PhoneSim(render=False))  # open, click, terminate
+    lookup = {ep.episode_id: ep}
+    pc = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
+                      system_prompt=False, max_ui_lines=30)
+    step, outcome = de.expert_records(ep)[1], de.expert_records(ep)[-1]
+    on = RewardModelConfig(history_images=0, describe_targets=True, system_prompt=False)
+    text = "".join(_texts(rm_messages(step, lookup, pc, on)[0]))
+    # description + text of element 11 (the text alone, "ON", is only the switch's state)
+    assert text.endswith('Candidate action: <think></think>\n<action>{"action": "click", "element": 11}</action>'
+                         ' → 08:30 Call mom ON\n' + QUESTION)
+    text = "".join(_texts(rm_messages(outcome, lookup, pc, on)[0]))
+    assert "\n2. click(x=950.0, y=485.0) → 08:30 Call mom ON\n" in text   # earlier steps carry it too
+    assert text.split("Candidate action: ")[1].startswith('<think></think>\n<action>{"action": "terminate"')
+    shown = "".join(_texts(rm_messages(outcome, lookup, pc, RewardModelConfig(history_images=1, describe_targets=True,
+                                                                              system_prompt=False))[0]))
+    assert '{"action": "click", "element": 11}</action> → 08:30 Call mom ON\n' in shown  # and shown steps
+    off = "".join(_texts(rm_messages(outcome, lookup, pc, RewardModelConfig(history_images=1,
+                                                                            system_prompt=False))[0]))
+    assert "→" not in off
