@@ -3,6 +3,10 @@ held-out tasks after each of several SFT step counts (one run, continued between
 Used to tell memorisation (train grounding → 1, held-out flat) from under-training.
 
     python experiments/sft_curve.py WORKDIR [config.key=python_literal ...] [evals=[250,500,1000]]
+        [init_from=runs/quickstart/sft/checkpoints]
+
+init_from continues an SFT stage of the same config from its latest checkpoint (optimizer and data
+order included), e.g. the quickstart's 400 steps on to 800 and 1200.
 
 Appends one JSON line per evaluation to WORKDIR.jsonl (the quickstart config with the overrides).
 """
@@ -22,17 +26,20 @@ def load_config(overrides):
     spec = importlib.util.spec_from_file_location("quickstart_config", os.path.join(HERE, "..", "configs", "quickstart.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    config, evals = mod.get_config(), []
+    config, evals, init_from = mod.get_config(), [], ""
     for kv in overrides:
         key, value = kv.split("=", 1)
         if key == "evals":
             evals = ast.literal_eval(value)
             continue
+        if key == "init_from":
+            init_from = value
+            continue
         node, parts = config, key.removeprefix("config.").split(".")
         for part in parts[:-1]:
             node = node[part]
         node[parts[-1]] = ast.literal_eval(value)
-    return config, evals or [config.sft.num_steps]
+    return config, evals or [config.sft.num_steps], init_from
 
 
 def main(argv):
@@ -43,11 +50,18 @@ def main(argv):
     from gui_jax.rl.prompting import PromptConfig
     from gui_jax.train.sft import train_sft
     workdir, overrides = argv[0], argv[1:]
-    config, evals = load_config(overrides)
+    config, evals, init_from = load_config(overrides)
     _, test_tasks, train_eps, test_eps = prepare(config, workdir)
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     shutil.rmtree(os.path.join(workdir, "sft"), ignore_errors=True)
+    if init_from:
+        steps = sorted(int(d) for d in os.listdir(init_from) if d.isdigit())
+        if not steps:
+            raise SystemExit(f"init_from={init_from}: no step folders (expected an SFT stage's checkpoints)")
+        shutil.copytree(os.path.join(init_from, str(steps[-1])),
+                        os.path.join(workdir, "sft", "checkpoints", str(steps[-1])))
+        print(f"continuing {init_from} from step {steps[-1]}")
     with open(workdir + ".jsonl", "a") as out:
         for n in sorted(evals):
             config.sft.num_steps = n
