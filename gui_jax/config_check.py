@@ -304,6 +304,7 @@ SFT = {
     "grounding_fraction": number("share of SFT items that are grounding items (Tap on a label)", 0.0, 1.0,
                                  hi_open=True),
     "grounding_instruction": text("grounding item instruction, with {label}"),
+    "group_by_length": boolean("batches of similar prompt length (less padding; LengthGroupedSource)"),
 }
 RL = {
     "seed": integer("rollout and data-order seed"),

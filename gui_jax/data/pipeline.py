@@ -25,7 +25,7 @@ import numpy as np
 from gui_jax.data.steps import StepDataset, StepRecord  # re-exported for callers
 
 __all__ = ["make_pipeline", "batches_per_epoch", "process_shard", "list_batch", "StepDataset",
-           "StepRecord"]
+           "StepRecord", "LengthGroupedSource"]
 
 
 def process_shard() -> tuple[int, int]:
@@ -110,3 +110,45 @@ def make_pipeline(source, *, seed: Optional[int], batch_size: int,
     ds = ds.repeat(num_epochs)
     options = grain.ReadOptions(num_threads=num_threads, prefetch_buffer_size=prefetch_buffer_size)
     return ds.to_iter_dataset(options)
+
+
+class LengthGroupedSource:
+    """`source` re-ordered so that each batch holds elements of similar length (less padding).
+
+    Epoch e: a permutation drawn from (seed, e), cut into blocks of `megabatch` batches; each block is
+    sorted by length and cut into batches; the epoch's batches are then shuffled, so long and short
+    batches alternate. `len(source) mod batch_size` elements (different ones each epoch) are left
+    out of an epoch so batches never span two. `epochs` epochs are laid out one after another; read
+    it with make_pipeline(seed=None) and it repeats after them. Pure function of its arguments.
+    """
+
+    def __init__(self, source, lengths: Sequence[int], *, batch_size: int, seed: int, epochs: int,
+                 megabatch: int = 8):
+        n = len(source)
+        if len(lengths) != n:
+            raise ValueError(f"{len(lengths)} lengths for a source of {n} elements")
+        if batch_size <= 0 or n < batch_size:
+            raise ValueError(f"batch_size {batch_size} must be in 1..{n} (the source's size)")
+        if epochs <= 0 or megabatch <= 0:
+            raise ValueError(f"epochs ({epochs}) and megabatch ({megabatch}) must be positive")
+        self.source = source
+        lengths = np.asarray(lengths)
+        block = batch_size * megabatch
+        order = []
+        for e in range(epochs):
+            rng = np.random.default_rng([seed, e])
+            perm = rng.permutation(n)[: (n // batch_size) * batch_size]
+            batches = []
+            for b in range(0, len(perm), block):
+                part = perm[b:b + block]
+                part = part[np.argsort(lengths[part], kind="stable")]
+                batches += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+            for k in rng.permutation(len(batches)):
+                order.extend(int(i) for i in batches[k])
+        self.order = order
+
+    def __len__(self):
+        return len(self.order)
+
+    def __getitem__(self, i: int):
+        return self.source[self.order[i]]

@@ -324,8 +324,12 @@ def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
     gets its tasks but no episodes (an empty list)."""
     from gui_jax.tasks.splits import make_split
     d = config.data
+    # An instance split is per template: built over the configured templates only, it selects the same
+    # tasks (tests/jobs/test_prepare_split.py) in a fraction of the time (the full registry took ~1 min).
+    # Template and app splits depend on every template, so they are built whole.
+    only = tuple(d.templates) if d.split == "instance" and d.templates else None
     split = make_split(d.split, train_seeds=range(*d.train_seed_range), test_seeds=range(*d.test_seed_range),
-                       seed=config.seed)
+                       seed=config.seed, templates=only)
     print(split.report())
     selected, episodes = {}, {}
     for side, pool, limit in (("train", split.train, d.num_train_episodes),

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gui_jax.core.types import Action, Episode
-from gui_jax.data.pipeline import list_batch, make_pipeline
+from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online import expert_element
@@ -90,8 +90,17 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
     source = SFTSource(agent, episodes, pcfg, thoughts, only_thought_steps,
                        grounding_fraction=float(cfg.get("grounding_fraction", 0.0)),
                        grounding_instruction=cfg.get("grounding_instruction", ""), seed=cfg.seed)
-    pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
-                             shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
+    if cfg.get("group_by_length", False):
+        # batches of similar prompt lengths: padding to the longest row costs ~40 % of the tokens
+        # on the quickstart's mix (mean 266 tokens, padded rows 459 on average)
+        lengths = [len(source[i]) for i in range(len(source))]
+        epochs = -(-cfg.num_steps * cfg.batch_size // max(len(source) - cfg.batch_size, 1)) + 1
+        grouped = LengthGroupedSource(source, lengths, batch_size=cfg.batch_size, seed=cfg.seed, epochs=epochs)
+        pipeline = make_pipeline(grouped, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
+                                 batch_fn=list_batch, num_threads=0, drop_remainder=True)
+    else:
+        pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
+                                 shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
     data_iter = iter(pipeline)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
                                weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
