@@ -163,6 +163,29 @@ def binary_prf(scores: Sequence[float], labels: Sequence[bool], threshold: float
             "count": float(y.size)}
 
 
+def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """P(score of a random positive > score of a random negative), ties counting ½ (Mann–Whitney U / n₊n₋).
+
+    scores, labels per example [E]; NaN without both classes. Threshold-free: 0.5 = no ranking signal."""
+    sc, y = _arr(scores), _arr(labels, bool)
+    if sc.shape != y.shape:
+        raise ValueError(f"roc_auc: {sc.size} scores vs {y.size} labels")
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(sc, kind="stable")
+    ranks = np.empty(sc.size, np.float64)
+    sorted_sc = sc[order]
+    i = 0
+    while i < sc.size:  # average ranks over ties
+        j = i
+        while j + 1 < sc.size and sorted_sc[j + 1] == sorted_sc[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
 def reward_model_f1(scores: Sequence[float], labels: Sequence[bool], lengths: Optional[Sequence[int]] = None,
                     thresholds: Union[float, Sequence[float]] = 0.5) -> dict:
     """Reward-model classification metrics overall and by trajectory length bucket (<5, 5–10, >10).

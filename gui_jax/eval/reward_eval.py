@@ -12,7 +12,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from gui_jax.core.types import Episode
-from gui_jax.eval.metrics import LENGTH_BUCKETS, binary_prf, reward_model_f1
+from gui_jax.eval.metrics import LENGTH_BUCKETS, binary_prf, reward_model_f1, roc_auc
 from gui_jax.rewards.data_engine import RewardRecord
 
 KINDS = ("step", "outcome")
@@ -44,6 +44,8 @@ def reward_metrics(scores: Sequence[float], labels: Sequence[bool], kinds: Seque
         if not sel.any():
             continue
         res = reward_model_f1(sc[sel], y[sel], ln[sel], threshold)
+        # threshold-free diagnostics: ranking quality, and whether the scores vary at all
+        res["auc"], res["score_std"] = roc_auc(sc[sel], y[sel]), float(sc[sel].std())
         if df is not None:
             res["difficulty"] = {d: binary_prf(sc[sel & (df == d)], y[sel & (df == d)], threshold)
                                  for d in sorted(set(df[sel].tolist()))}
@@ -66,8 +68,18 @@ def _fmt(x: float) -> str:
     return "—" if isinstance(x, float) and math.isnan(x) else f"{x:.3f}"
 
 
+COLLAPSED_STD = 1e-3  # scores this flat carry no information: the RM answers the same for every input
+
+
+def collapse_warnings(metrics: dict) -> list[str]:
+    """A line per kind whose held-out scores barely vary (a reward model collapsed to a constant)."""
+    return [f"{kind} scores are constant (std {m['score_std']:.1e} < {COLLAPSED_STD:g}): the reward model gives "
+            f"every record the same score; lower rm.train.learning_rate or check the training curve"
+            for kind, m in metrics.items() if m.get("score_std", 1.0) < COLLAPSED_STD]
+
+
 def format_reward_table(metrics: dict) -> str:
-    """Markdown: one row per (kind, slice) with P, R, F1, F1(−), accuracy and count."""
+    """Markdown: one row per (kind, slice) with P, R, F1, F1(−), accuracy and count; then AUC per kind."""
     lines = ["| reward | slice | precision | recall | F1 | F1 (neg) | accuracy | n |",
              "|---|---|---|---|---|---|---|---|"]
     for kind in KINDS:
@@ -79,4 +91,9 @@ def format_reward_table(metrics: dict) -> str:
         for name, v in rows:
             lines.append(f"| {kind} | {name} | {_fmt(v['precision'])} | {_fmt(v['recall'])} | {_fmt(v['f1'])} | "
                          f"{_fmt(v['f1_neg'])} | {_fmt(v['accuracy'])} | {int(v['count'])} |")
+    aucs = [f"{k} {_fmt(metrics[k]['auc'])} (score std {metrics[k]['score_std']:.3g})" for k in KINDS
+            if k in metrics and "auc" in metrics[k]]
+    if aucs:
+        lines += ["", "ROC AUC (threshold-free): " + "; ".join(aucs)]
+    lines += [f"WARNING: {w}" for w in collapse_warnings(metrics)]
     return "\n".join(lines)

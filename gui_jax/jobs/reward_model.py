@@ -16,9 +16,10 @@ import time
 from typing import Sequence
 
 import numpy as np
+from absl import logging
 
 from gui_jax.core.types import Action, Episode
-from gui_jax.eval.reward_eval import evaluate_records, format_reward_table
+from gui_jax.eval.reward_eval import collapse_warnings, evaluate_records, format_reward_table
 from gui_jax.jobs import common
 from gui_jax.rewards import data_engine as de
 from gui_jax.rewards.reward_model import RewardModelConfig, RewardScorer
@@ -101,6 +102,8 @@ def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict 
            "score_seconds": time.time() - t0, **(extra or {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1, default=float)
+    for w in collapse_warnings(metrics):
+        logging.warning(w)
     table = format_reward_table(metrics)
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# Reward model on held-out PhoneSim tasks ({len(records)} records)\n\n{table}\n")

@@ -45,3 +45,22 @@ def test_evaluate_records_reads_lengths_and_difficulty_from_episodes():
     assert m["step"]["5-10"]["f1"] == 1.0 and m["outcome"]["difficulty"]["medium"]["precision"] == 0.0
     with pytest.raises(ValueError, match="2 records but 1 scores"):
         evaluate_records([0.5], recs, {"e": ep})
+
+
+def test_roc_auc_hand_values_and_the_collapse_warning():
+    from gui_jax.eval.metrics import roc_auc
+    from gui_jax.eval.reward_eval import collapse_warnings
+    # positives 0.9, 0.4; negatives 0.5, 0.1: pairs (0.9>0.5, 0.9>0.1, 0.4<0.5, 0.4>0.1) → 3/4
+    assert roc_auc([0.9, 0.4, 0.5, 0.1], [True, True, False, False]) == 0.75
+    assert roc_auc([0.3, 0.3, 0.3], [True, False, False]) == 0.5           # ties count one half
+    assert roc_auc([0.2, 0.7, 0.7], [False, True, False]) == 0.75          # 0.7 vs (0.2, 0.7): 1 + 1/2
+    assert math.isnan(roc_auc([0.1, 0.2], [True, True]))
+    m = reward_metrics([0.412, 0.412, 0.4121, 0.412], [True, False, True, False], ["step"] * 4, [3] * 4)
+    assert m["step"]["score_std"] < 1e-3 and m["step"]["auc"] == 0.75  # ties ½ + ½, wins 1 + 1
+    assert collapse_warnings(m) == [f"step scores are constant (std {m['step']['score_std']:.1e} < 0.001): the "
+                                    "reward model gives every record the same score; lower "
+                                    "rm.train.learning_rate or check the training curve"]
+    table = format_reward_table(m)
+    assert "ROC AUC (threshold-free): step 0.750" in table and "WARNING: step scores are constant" in table
+    ok = reward_metrics([0.9, 0.1], [True, False], ["outcome"] * 2, [3] * 2)
+    assert collapse_warnings(ok) == [] and ok["outcome"]["auc"] == 1.0

@@ -20,6 +20,7 @@ TINY = [
     "--config.rl.iterations=1", "--config.rl.episodes_per_iteration=2", "--config.rl.num_rollouts=2",
     "--config.rl.dynamic_sampling=True", "--config.rl.dynamic_sampling_max_tries=2", "--config.rl.micro_batch_size=8",
     "--config.eval.max_steps=3",
+    "--config.eval.before_training=True",  # the quickstart skips it by default; the untrained row stays tested
 ]
 
 
