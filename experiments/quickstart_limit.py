@@ -1,8 +1,8 @@
 """Where the tiny quickstart setting stops: held-out grounding and online success against SFT steps,
 gathered from the committed curves, plus the largest RL gains measured on top of SFT.
 
-    python experiments/quickstart_limit.py --continuation runs/sft_limit.jsonl runs/sft_limit2.jsonl \
-        --out experiments/results/quickstart_limit
+    python experiments/quickstart_limit.py --continuation experiments/results/sft_continuation_800.jsonl \
+        experiments/results/sft_continuation_1200.jsonl --out experiments/results/quickstart_limit
 
 Inputs (all committed under experiments/results/ except --continuation, an sft_curve.py log):
 - sft_grounding_curve.json: SFT to 2,400 steps on the older 136-episode mix (H100, same algorithm);
@@ -10,12 +10,13 @@ Inputs (all committed under experiments/results/ except --continuation, an sft_c
   label-target variant to 800 steps;
 - --continuation: the current mix's quickstart SFT continued past 400 steps (sft_curve.py init_from),
   one JSON-lines log per continuation;
-- compare_sft_offline_semi.json, online_vs_sft_500tasks.json: the RL gains.
+- compare_sft_offline_semi.json, quickstart_sft800.json, online_vs_sft_500tasks.json: the RL gains.
 Writes OUT.md, OUT.json and OUT.png (held-out GR and online SR against SFT steps).
 """
 import argparse
 import json
 import os
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "experiments", "results")
@@ -53,6 +54,8 @@ def rl_gains() -> list:
         rows.append((f"semi-online RL vs SFT, quickstart seed {seed} (216 paired tasks)", r["diff"], r["mcnemar_p"]))
     rows.append((f"semi-online RL vs SFT, 3 seeds pooled ({t['pooled_tasks']} paired tasks)", t["pooled_diff"],
                  t["pooled_mcnemar_p"]))
+    q = _load("quickstart_sft800.json")["paired_semi_online_rl_vs_sft"]
+    rows.append((f"semi-online RL vs SFT from 800 SFT steps ({q['tasks']} paired tasks)", q["diff"], q["mcnemar_p"]))
     o = _load("online_vs_sft_500tasks.json")
     for k, r in o["paired_vs_first"].items():
         rows.append((f"online {k} ({r['tasks']} paired tasks)", r["diff"], r["mcnemar_p"]))
@@ -83,20 +86,21 @@ def main():
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(args.out + ".json", "w") as f:
-        json.dump({"curves": cs, "rl_gains": gains, "command": "python experiments/quickstart_limit.py"}, f, indent=1)
+        json.dump({"curves": cs, "rl_gains": gains, "command": " ".join(["python"] + sys.argv)}, f, indent=1)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.5))
     for name, pts in cs.items():
         xs = [p[0] for p in pts]
         axes[0].plot(xs, [p[1] for p in pts], marker="o", label=name)
         axes[1].plot(xs, [p[2] for p in pts], marker="o", label=name)
     axes[0].set(xlabel="SFT steps", ylabel="held-out grounding GR", ylim=(0, 1))
     axes[1].set(xlabel="SFT steps", ylabel="greedy online SR", ylim=(0, 1))
-    axes[1].axhline(0.5, color="grey", ls="--", lw=1, label="issue target SR 0.5")
-    axes[1].legend(fontsize=6)
-    fig.tight_layout()
+    axes[1].axhline(0.5, color="grey", ls="--", lw=1, label="target online SR 0.5")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", fontsize=7, ncol=1, frameon=False)
+    fig.tight_layout(rect=(0, 0.3, 1, 1))
     fig.savefig(args.out + ".png", dpi=120)
     print("\n".join(lines))
 
