@@ -1,10 +1,10 @@
 """The main job: the tiny agent on PhoneSim, end to end.
 
 expert episodes (train split) → [evaluate untrained, eval.before_training] → SFT → evaluate →
-semi-online RL → evaluate, each evaluation on the held-out split: SOP (PG, TSR, Score), step metrics with the expert history
-(TM, GR, SR) and online success in PhoneSim, every success rate with its Wilson 95 % interval and
-each stage paired against the one before on the same tasks (exact McNemar). Resumable: finished
-stages are not redone.
+semi-online RL → evaluate, each evaluation on the held-out split: SOP (PG, TSR, Score), step
+metrics with the expert history (TM, GR, SR) and online success in PhoneSim, every success rate
+with its Wilson 95 % interval and each stage paired against the one before on the same tasks
+(exact McNemar). Resumable: finished stages are not redone.
 Outputs in the workdir: episodes/, sft/ and rl/ checkpoints, metrics.jsonl + TensorBoard logs,
 training_curves.png, results.json and results.md.
 

@@ -127,8 +127,8 @@ def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: 
 
 
 def target_caption(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: PromptConfig) -> str:
-    """" → <label>" of the element a point action targets on `obs` ("" for other actions, or a point
-    that names no labelled element)."""
+    """The suffix " → <label>" naming the element a point action targets on `obs`; "" for other actions
+    and for a point on no labelled element."""
     if action.type not in ("click", "long_press"):
         return ""
     element = _element_of(episodes, ref, action, obs)
