@@ -54,8 +54,8 @@ def get_config():
     c.prompt.goal_last = True
 
     c.sft = sft_block()
-    # 400 steps ≈ 15 min alone on 2 cores (2.2 s/step). A 15-minute total with 260 length-grouped steps
-    # learned less and RL then lost ground (experiments/results/quickstart_15min_variant.md)
+    # 400 steps ≈ 10 min alone on 2 cores (the whole run 16.8 min). A 15-minute total with 260
+    # length-grouped steps learned less and RL then lost ground (experiments/results/quickstart_15min_variant.md)
     c.sft.num_steps = 400
     c.sft.batch_size = 16
     c.sft.micro_batch_size = 16
