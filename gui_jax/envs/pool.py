@@ -103,6 +103,7 @@ class _Slot:
     env: Any = None
     worker: Optional[_Worker] = None
     generation: int = 0              # how many times this slot's env was (re)built
+    built_at: float = 0.0            # monotonic time the current env became ready
 
 
 class PendingCall:
@@ -258,11 +259,13 @@ class EnvPool:
                 return s
         live_active = sum(s.role == "active" and s.state not in ("restarting", "dead") for s in self._slots)
         if live_active < self.config.n_active:
-            for s in self._slots:
-                if s.role == "standby" and s.state == "ready":
-                    s.role = "active"
-                    self._counters["promotions"] += 1
-                    return s
+            # Promote the standby that has been up longest: a just-rebuilt env replaced one that failed.
+            ready = [s for s in self._slots if s.role == "standby" and s.state == "ready"]
+            if ready:
+                s = min(ready, key=lambda s: s.built_at)
+                s.role = "active"
+                self._counters["promotions"] += 1
+                return s
         return None
 
     def release(self, lease: EnvLease) -> None:
@@ -327,6 +330,7 @@ class EnvPool:
                     threading.Thread(target=_quiet_close, args=(env,), daemon=True).start()
                     return
                 slot.env, slot.worker, slot.state = env, worker, "ready"
+                slot.built_at = time.monotonic()
                 self._counters["starts" if slot.generation == 0 else "restarts"] += 1
                 slot.generation += 1
                 self._cond.notify_all()

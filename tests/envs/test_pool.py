@@ -91,7 +91,8 @@ def test_rollout_with_20_percent_faulty_envs_accounts_for_every_episode(mode, ma
     print(f"\n{mode}: {rep}; pool: {ps}")
 
 
-def test_hung_call_is_bounded_and_env_rebuilt():
+@pytest.mark.parametrize("rebuilt_before_lease", [False, True])
+def test_hung_call_is_bounded_and_env_rebuilt(rebuilt_before_lease):
     built = Counter()
 
     def make(slot):
@@ -112,6 +113,8 @@ def test_hung_call_is_bounded_and_env_rebuilt():
         with pytest.raises(EnvFailure, match="already failed"):
             lease.step(Action("wait", time=1.0))
         lease.release()
+        if rebuilt_before_lease:  # the rebuilt env is ready too: the longer-standing standby still wins
+            assert pool.wait_ready(2, timeout_s=10) == 2
         lease2 = pool.lease(timeout_s=5)  # the standby is promoted at once, the hung env rebuilds
         assert lease2.slot != first
         lease2.release()
