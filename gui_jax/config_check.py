@@ -479,6 +479,17 @@ def _cross_checks(config) -> None:
         if e.get("checkpoint_dir") and e.get("untrained", False):
             raise ConfigError("config.eval.untrained = True: contradicts eval.checkpoint_dir "
                               f"{e.checkpoint_dir!r}; set one of them")
+    for block in ("sft", "rl", "reasoning"):
+        b = config.get(block)
+        if b is None or not b.get("packing", False):
+            continue
+        if not b.get("row_length"):
+            _fail(f"{block}.row_length", b.get("row_length"), f"{block}.packing = True needs the tokens per "
+                  "packed row (e.g. 512: at least the longest trained step)")
+        if b.get("aggregation") == "seq_mean_token_mean":
+            # a packed row holds several steps, so a per-row mean would weight steps by their packing
+            _fail(f"{block}.aggregation", b.aggregation, f"seq_mean_token_mean is a mean per row and "
+                  f"{block}.packing puts several steps in a row: use token_mean or step_token_mean")
     r = config.get("reasoning")
     if r is not None and r.get("init_checkpoint") and m is not None and m.get("checkpoint"):
         raise ConfigError("config.reasoning.init_checkpoint: set either it (an Orbax stage folder) or "

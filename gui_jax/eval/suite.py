@@ -7,6 +7,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from gui_jax.eval.greedy_memo import GreedyMemo
 from gui_jax.eval.metrics import mcnemar_exact, paired_bootstrap, wilson_interval
 from gui_jax.eval.offline import evaluate_sop, evaluate_steps
 from gui_jax.eval.online import online_metrics, run_online_episodes
@@ -24,15 +25,16 @@ def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
     """
     ecfg = config.eval
     seed = int(config.get("seed", 0))
+    policy = GreedyMemo(agent.policy)  # SOP, step metrics and the greedy trial share many prompts
     t0 = time.time()
-    out = {f"SOP_{k}": v for k, v in evaluate_sop(agent.policy, test_eps, pcfg, seed=seed).items()}
+    out = {f"SOP_{k}": v for k, v in evaluate_sop(policy, test_eps, pcfg, seed=seed).items()}
     t1 = time.time()
     if ecfg.step_metrics:
-        out.update(evaluate_steps(agent.policy, test_eps, pcfg, seed=seed))
+        out.update(evaluate_steps(policy, test_eps, pcfg, seed=seed))
         out["step_count"] = out.pop("steps")
     t2 = time.time()
     kw = dict(resolution=tuple(config.data.resolution), max_steps=ecfg.max_steps, seed=seed)
-    greedy = run_online_episodes(agent.policy, test_tasks, pcfg, trials=1, temperature=0.0, **kw)
+    greedy = run_online_episodes(policy, test_tasks, pcfg, trials=1, temperature=0.0, **kw)
     online = online_metrics(greedy)
     if ecfg.online_trials > 1:  # pass@k from sampled trials; SR stays the greedy trial
         sampled = run_online_episodes(agent.policy, test_tasks, pcfg, trials=ecfg.online_trials,
@@ -41,6 +43,7 @@ def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
     out.update({f"online_{k}": v for k, v in online.items()})
     out["online_success"] = [int(r["success"]) for r in greedy]
     out["online_task_ids"] = [r["task_id"] for r in greedy]
+    out["greedy_decoded"], out["greedy_reused"] = policy.misses, policy.hits
     t3 = time.time()
     out.update({"seconds_sop": t1 - t0, "seconds_steps": t2 - t1, "seconds_online": t3 - t2,
                 "eval_seconds": t3 - t0})
