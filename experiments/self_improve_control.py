@@ -3,9 +3,11 @@ per-round SFT settings on the expert episodes alone (no synthesised trajectories
 tasks. Tells a gain from synthesised data apart from a gain from more SFT steps.
 
     python experiments/self_improve_control.py --policy_checkpoint_dir runs/qs_a/sft/checkpoints \
-        --compare runs/self_improve24/results.json --out experiments/results/self_improve_control [--rounds 2]
+        --compare runs/self_improve24/results.json --out experiments/results/self_improve_control [--rounds 2] \
+        [--set data.num_test_episodes=648 ...]  # the self_improve run's data overrides: the same held-out tasks
 """
 import argparse
+import ast
 import json
 import os
 import sys
@@ -22,7 +24,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workdir", default="runs/self_improve_control")
     ap.add_argument("--out", default=os.path.join(ROOT, "experiments/results/self_improve_control"))
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="config override (python literal), as given to the self_improve run, e.g. "
+                         "data.num_test_episodes=648")
     args = ap.parse_args()
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.compare))):
+        ap.error(f"--compare {args.compare!r}: no such run folder")
     sys.path.insert(0, ROOT)
     from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
     from gui_jax.eval.online import run_online_episodes
@@ -30,13 +37,15 @@ def main():
     from gui_jax.jobs.reward_model import rm_configs
     from gui_jax.jobs.verifier_eval import load_policy
     from gui_jax.train.sft import train_sft
-    config = load_config(os.path.join(ROOT, "configs/self_improve.py"))
+    over = {}
+    for item in args.set:
+        field, _, value = item.partition("=")
+        over[field] = ast.literal_eval(value)
+    config = load_config(os.path.join(ROOT, "configs/self_improve.py"), **over)
     si = config.self_improve
     _, test_tasks, train_eps, _ = common.prepare(config, args.workdir, sides=("train",))
     pcfg, _ = rm_configs(config)
     agent, _ = load_policy(config, args.policy_checkpoint_dir, "--policy_checkpoint_dir")
-    with open(args.compare) as f:
-        synth = json.load(f)
     rows, outcomes = [], []
     for r in range(args.rounds + 1):
         recs = run_online_episodes(agent.policy, test_tasks, pcfg, trials=1, temperature=0.0,
@@ -58,8 +67,15 @@ def main():
         sft_cfg.seed = int(si.sft.seed) + r
         train_sft(agent, list(train_eps), pcfg, sft_cfg, workdir=os.path.join(args.workdir, f"round_{r}", "sft"),
                   logger=None)
-    out = {"command": " ".join(["python"] + sys.argv), "control_rounds": rows,
-           "task_ids": [t.task_id for t in test_tasks], "same_tasks_as_compare": synth.get("task_ids") == [t.task_id for t in test_tasks]}
+    synth = {}
+    if os.path.exists(args.compare):  # read at the end: the compared run may finish while this one runs
+        with open(args.compare) as f:
+            synth = json.load(f)
+    else:
+        print(f"--compare {args.compare!r} does not exist (yet): same_tasks_as_compare is left null", flush=True)
+    task_ids = [t.task_id for t in test_tasks]
+    out = {"command": " ".join(["python"] + sys.argv), "control_rounds": rows, "task_ids": task_ids,
+           "same_tasks_as_compare": (synth.get("task_ids") == task_ids) if synth else None}
     with open(args.out + ".json", "w") as f:
         json.dump(out, f, indent=1)
     lines = ["| round | control: online SR [95 %] | vs round 0: lost / gained, p |", "|---|---|---|"]
