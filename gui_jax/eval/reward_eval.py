@@ -1,5 +1,7 @@
 """Reward-model evaluation (docs/algorithms.md §11): step and outcome precision / recall / F1 of the positive
-class, overall, by trajectory length bucket (<5, 5–10, >10 steps) and by task difficulty.
+class, overall, by trajectory length bucket (<5, 5–10, >10 steps) and by task difficulty; and, per record
+source and label (expert / rule / truncation / substitution / …), how often the RM scores it positive, which
+says which kind of negative fools it.
 
 Trajectory length of a record = the number of steps of the episode its first step comes from (the task's
 length, as the papers bucket it); difficulty = that episode's `difficulty` field ("" → "unknown").
@@ -28,16 +30,34 @@ def record_difficulty(record: RewardRecord, episodes: Mapping[str, Episode]) -> 
     return (ep.difficulty if ep is not None and ep.difficulty else "unknown")
 
 
-def reward_metrics(scores: Sequence[float], labels: Sequence[bool], kinds: Sequence[str], lengths: Sequence[int],
-                   difficulties: Optional[Sequence[str]] = None, threshold: float = 0.5) -> dict:
-    """{kind: {'all': prf, '<5'|'5-10'|'>10': prf, 'difficulty': {name: prf}}} for kind in step/outcome.
+def source_breakdown(scores: np.ndarray, labels: np.ndarray, sources: np.ndarray, threshold: float = 0.5) -> dict:
+    """{'<source>/pos'|'<source>/neg': {n, mean_score, scored_positive}} over records [E] of one kind;
+    scored_positive = fraction with score ≥ threshold (the error rate of a negative group)."""
+    out = {}
+    for src in sorted(set(sources.tolist())):
+        for lab, name in ((True, "pos"), (False, "neg")):
+            sel = (sources == src) & (labels == lab)
+            if sel.any():
+                out[f"{src}/{name}"] = {"n": int(sel.sum()), "mean_score": float(scores[sel].mean()),
+                                        "scored_positive": float((scores[sel] >= threshold).mean())}
+    return out
 
-    All inputs per record [E]; prf = binary_prf's dict (precision, recall, f1, f1_neg, accuracy, count)."""
+
+def reward_metrics(scores: Sequence[float], labels: Sequence[bool], kinds: Sequence[str], lengths: Sequence[int],
+                   difficulties: Optional[Sequence[str]] = None, threshold: float = 0.5,
+                   sources: Optional[Sequence[str]] = None) -> dict:
+    """{kind: {'all': prf, '<5'|'5-10'|'>10': prf, 'difficulty': {name: prf}, 'by_source': …}} per step/outcome.
+
+    All inputs per record [E]; prf = binary_prf's dict (precision, recall, f1, f1_neg, accuracy, count);
+    'by_source' (when sources are given) = source_breakdown."""
     sc, y = np.asarray(scores, np.float64), np.asarray(labels, bool)
     kd, ln = np.asarray(kinds), np.asarray(lengths, np.int64)
     if not (sc.size == y.size == kd.size == ln.size):
         raise ValueError(f"reward_metrics: {sc.size} scores, {y.size} labels, {kd.size} kinds, {ln.size} lengths")
     df = None if difficulties is None else np.asarray(difficulties)
+    src = None if sources is None else np.asarray(sources)
+    if src is not None and src.size != sc.size:
+        raise ValueError(f"reward_metrics: {sc.size} scores but {src.size} sources")
     out = {}
     for kind in KINDS:
         sel = kd == kind
@@ -49,6 +69,8 @@ def reward_metrics(scores: Sequence[float], labels: Sequence[bool], kinds: Seque
         if df is not None:
             res["difficulty"] = {d: binary_prf(sc[sel & (df == d)], y[sel & (df == d)], threshold)
                                  for d in sorted(set(df[sel].tolist()))}
+        if src is not None:
+            res["by_source"] = source_breakdown(sc[sel], y[sel], src[sel], threshold)
         out[kind] = res
     return out
 
@@ -61,7 +83,8 @@ def evaluate_records(scores: Sequence[float], records: Sequence[RewardRecord], e
         raise ValueError(f"evaluate_records: {len(records)} records but {len(scores)} scores")
     return reward_metrics(scores, [r.label for r in records], [r.kind for r in records],
                           [record_length(r, episodes) for r in records],
-                          [record_difficulty(r, episodes) for r in records], threshold)
+                          [record_difficulty(r, episodes) for r in records], threshold,
+                          [r.source for r in records])
 
 
 def _fmt(x: float) -> str:
@@ -95,5 +118,12 @@ def format_reward_table(metrics: dict) -> str:
             if k in metrics and "auc" in metrics[k]]
     if aucs:
         lines += ["", "ROC AUC (threshold-free): " + "; ".join(aucs)]
+    groups = [(k, g, v) for k in KINDS if k in metrics for g, v in metrics[k].get("by_source", {}).items()]
+    if groups:
+        lines += ["", "By record source and label (scored positive = score ≥ threshold; for a negative group, "
+                      "the fraction the RM gets wrong):", "",
+                  "| reward | source / label | n | mean score | scored positive |", "|---|---|---|---|---|"]
+        lines += [f"| {k} | {g} | {v['n']} | {v['mean_score']:.3f} | {v['scored_positive']:.3f} |"
+                  for k, g, v in groups]
     lines += [f"WARNING: {w}" for w in collapse_warnings(metrics)]
     return "\n".join(lines)

@@ -64,3 +64,38 @@ def test_roc_auc_hand_values_and_the_collapse_warning():
     assert "ROC AUC (threshold-free): step 0.750" in table and "WARNING: step scores are constant" in table
     ok = reward_metrics([0.9, 0.1], [True, False], ["outcome"] * 2, [3] * 2)
     assert collapse_warnings(ok) == [] and ok["outcome"]["auc"] == 1.0
+
+
+def test_breakdown_by_source_and_label_names_the_negatives_that_fool_the_rm():
+    #         expert+  expert+  subst−  subst−  subst−  rule−  rule+   (step)   trunc− (outcome)
+    scores = [0.9, 0.4, 0.8, 0.6, 0.2, 0.1, 0.5, 0.7]
+    labels = [True, True, False, False, False, False, True, False]
+    kinds = ["step"] * 7 + ["outcome"]
+    sources = ["expert", "expert", "substitution", "substitution", "substitution", "rule", "rule", "truncation"]
+    m = reward_metrics(scores, labels, kinds, [3] * 8, sources=sources)
+    step = m["step"]["by_source"]
+    # sources in name order, positives before negatives; empty groups (no substitution positive) absent
+    assert list(step) == ["expert/pos", "rule/pos", "rule/neg", "substitution/neg"]
+    assert step["expert/pos"] == {"n": 2, "mean_score": pytest.approx(0.65), "scored_positive": 0.5}
+    # two of three substitution negatives score ≥ 0.5: the RM is wrong on 2/3 of them
+    assert step["substitution/neg"]["scored_positive"] == pytest.approx(2 / 3)
+    assert step["substitution/neg"]["mean_score"] == pytest.approx(1.6 / 3)
+    assert step["rule/neg"] == {"n": 1, "mean_score": pytest.approx(0.1), "scored_positive": 0.0}
+    assert step["rule/pos"]["scored_positive"] == 1.0            # 0.5 is on the threshold: positive
+    assert m["outcome"]["by_source"] == {"truncation/neg": {"n": 1, "mean_score": pytest.approx(0.7),
+                                                            "scored_positive": 1.0}}
+    table = format_reward_table(m)
+    assert "| step | substitution/neg | 3 | 0.533 | 0.667 |" in table
+    assert "| outcome | truncation/neg | 1 | 0.700 | 1.000 |" in table
+    with pytest.raises(ValueError, match="8 scores but 2 sources"):
+        reward_metrics(scores, labels, kinds, [3] * 8, sources=["expert", "rule"])
+
+
+def test_evaluate_records_passes_each_records_source():
+    obs = Observation(screenshot=np.zeros((4, 4, 3), np.uint8), screen_size=(4, 4))
+    ep = Episode("e", "g", [obs] * 3, [Action("wait", time=1.0)] * 3, difficulty="easy")
+    recs = [RewardRecord("step", "g", (StepRef("e", 0),), True, "expert"),
+            RewardRecord("step", "g", (StepRef("e", 0),), False, "rule")]
+    m = evaluate_records([0.3, 0.9], recs, {"e": ep})
+    assert m["step"]["by_source"] == {"expert/pos": {"n": 1, "mean_score": 0.3, "scored_positive": 0.0},
+                                      "rule/neg": {"n": 1, "mean_score": 0.9, "scored_positive": 1.0}}
