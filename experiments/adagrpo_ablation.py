@@ -12,7 +12,6 @@ the SR difference) against the SFT start and against the full method. Writes OUT
 A finished variant (its results.json present) is not re-run.
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -63,7 +62,7 @@ def main():
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
     from gui_jax.eval.metrics import wilson_interval
-    from gui_jax.jobs import load_config
+    from gui_jax.jobs import literal_overrides, load_config
     from gui_jax.main import run_job
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
@@ -71,11 +70,7 @@ def main():
         raise SystemExit(f"--variants: unknown {unknown}; known: {', '.join(VARIANTS)}")
     common = {**QUICKSTART_DATA, "online.iterations": args.iterations,
               "init.checkpoint_dir": os.path.abspath(args.init_checkpoint_dir)}
-    for item in args.set:
-        field, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected FIELD=VALUE")
-        common[field] = ast.literal_eval(value)
+    common.update(literal_overrides(args.set))
     out = {"command": " ".join(["python"] + sys.argv), "overrides": {k: list(v) if isinstance(v, tuple) else v
                                                                        for k, v in common.items()},
            "variants": {}}

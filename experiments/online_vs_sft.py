@@ -8,7 +8,6 @@ greedy online success on the same ≥ 100 held-out tasks: SR with Wilson 95 % in
 McNemar p of each RL stage against the start. Writes one JSON with both tables and the commands.
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -28,15 +27,13 @@ def main():
                     help="config override for both runs (python literal), e.g. data.difficulties=('easy',)")
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
-    from gui_jax.jobs import load_config
+    from gui_jax.jobs import literal_overrides, load_config
     from gui_jax.main import run_job
     out = {"command": " ".join(["python"] + sys.argv), "runs": {}}
     grpo_dir = os.path.join(args.workdir, "grpo")
     for name, recipe in (("grpo", "configs/grpo_online.py"), ("adagrpo", "configs/adagrpo.py")):
         over = {"online.iterations": args.iterations, "data.num_test_episodes": args.test_tasks}
-        for item in args.set:
-            field, _, value = item.partition("=")
-            over[field] = ast.literal_eval(value)
+        over.update(literal_overrides(args.set))
         if args.init_checkpoint_dir:
             over["init.checkpoint_dir"] = os.path.abspath(args.init_checkpoint_dir)
         elif name == "adagrpo":

@@ -12,7 +12,6 @@ gives the prompt, model, env and eval settings and the held-out split; --set ove
 (python literals). Writes OUT.json and OUT.md.
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -96,10 +95,10 @@ def main():
     ap.add_argument("--out", required=True, help="output path without extension (.json and .md are written)")
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
-    from gui_jax.jobs import load_config
+    from gui_jax.jobs import literal_overrides, load_config
 
     stages = parse_pairs(args.stage, "--stage")
-    over = {k: ast.literal_eval(v) for k, v in parse_pairs(args.set, "--set")}
+    over = literal_overrides(args.set)
     config = load_config(os.path.join(ROOT, args.config) if not os.path.isabs(args.config) else args.config, **over)
     results, tests, n_tasks = evaluate_stages(config, stages, args.workdir)
     command = " ".join(["python"] + [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])

@@ -14,7 +14,6 @@ Both evaluate greedy online success on the same `--n_test` held-out tasks. Repor
 exact McNemar p on the tasks both completed. Writes one JSON (with the command) to --json.
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -69,7 +68,7 @@ def main():
                     help="config override for both arms (python literal), e.g. online.episodes_per_iteration=4")
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
-    from gui_jax.jobs import load_config
+    from gui_jax.jobs import literal_overrides, load_config
     from gui_jax.jobs.online_rl import paired_p
     from gui_jax.main import run_job
     out = {"command": " ".join(["python"] + sys.argv), "arms": {}}
@@ -79,9 +78,7 @@ def main():
                 "data.num_test_episodes": args.n_test, "init.checkpoint_dir": os.path.abspath(args.init_checkpoint_dir),
                 "online.rm_checkpoint_dir": os.path.abspath(args.rm_checkpoint_dir),
                 "online.prm_weight": args.prm_weight, "online.format_weight": args.format_weight, **arm}
-        for item in args.set:
-            field, _, value = item.partition("=")
-            over[field] = ast.literal_eval(value)
+        over.update(literal_overrides(args.set))
         config = load_config(os.path.join(ROOT, "configs/ppo.py"), **over)
         workdir = os.path.join(args.workdir, name)
         run_job(config, workdir)

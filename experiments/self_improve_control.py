@@ -7,7 +7,6 @@ tasks. Tells a gain from synthesised data apart from a gain from more SFT steps.
         [--set data.num_test_episodes=648 ...]  # the self_improve run's data overrides: the same held-out tasks
 """
 import argparse
-import ast
 import json
 import os
 import sys
@@ -33,15 +32,11 @@ def main():
     sys.path.insert(0, ROOT)
     from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
     from gui_jax.eval.online import run_online_episodes
-    from gui_jax.jobs import common, load_config
+    from gui_jax.jobs import common, literal_overrides, load_config
     from gui_jax.jobs.reward_model import rm_configs
     from gui_jax.jobs.verifier_eval import load_policy
     from gui_jax.train.sft import train_sft
-    over = {}
-    for item in args.set:
-        field, _, value = item.partition("=")
-        over[field] = ast.literal_eval(value)
-    config = load_config(os.path.join(ROOT, "configs/self_improve.py"), **over)
+    config = load_config(os.path.join(ROOT, "configs/self_improve.py"), **literal_overrides(args.set))
     si = config.self_improve
     _, test_tasks, train_eps, _ = common.prepare(config, args.workdir, sides=("train",))
     pcfg, _ = rm_configs(config)

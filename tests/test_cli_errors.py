@@ -178,3 +178,16 @@ def test_every_recipe_passes_validation():
         if config.get("job") == "evaluate":
             config.eval.untrained = True  # the recipe leaves the weights to the command line
         config_check.check_config(config)
+
+
+def test_literal_overrides_of_experiment_scripts():
+    from gui_jax.jobs import literal_overrides
+    assert literal_overrides(["data.templates=('a','b')", "online.iterations=48", "x.y=-1e-3"]) == {
+        "data.templates": ("a", "b"), "online.iterations": 48, "x.y": -1e-3}
+    assert literal_overrides([]) == {}
+    with pytest.raises(SystemExit, match=r"--set 'bad': expected FIELD=VALUE"):
+        literal_overrides(["bad"])
+    with pytest.raises(SystemExit, match=r"--stage '=3': expected FIELD=VALUE"):
+        literal_overrides(["=3"], flag="--stage")
+    with pytest.raises(SystemExit, match=r"--set 'a=runs/x': VALUE is not a Python literal"):
+        literal_overrides(["a=runs/x"])

@@ -47,6 +47,21 @@ JOBS: dict[str, JobEntry] = {
 }
 
 
+def literal_overrides(items, flag: str = "--set") -> dict:
+    """{"a.b": value} from command-line items "a.b=VALUE" (VALUE a Python literal), for load_config."""
+    import ast
+    out = {}
+    for item in items:
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"{flag} {item!r}: expected FIELD=VALUE")
+        try:
+            out[field] = ast.literal_eval(value)
+        except (ValueError, SyntaxError) as e:
+            raise SystemExit(f"{flag} {item!r}: VALUE is not a Python literal ({e})") from None
+    return out
+
+
 def load_config(path: str, **overrides):
     """The ConfigDict of a recipe file (`get_config()`), for notebooks and scripts; `overrides` are
     dotted fields, e.g. load_config("configs/quickstart.py", **{"sft.num_steps": 10})."""
