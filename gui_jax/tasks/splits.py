@@ -1,7 +1,9 @@
 """CMDP train/test splits (docs/algorithms.md §12, AndroidWorld-Generalization §3.2).
 
 - instance: every parametric template in both sides, disjoint seeds; duplicate instances removed
-  (within a side, and train instances equal to a test instance).
+  (within a side, and train instances equal to a test instance). A template with few distinct
+  instances (tasks.complete has 16) gives test at most half of those seen over both seed ranges, so
+  the duplicate removal cannot empty its train side; `info["capped_templates"]` names each one.
 - template: per app 3:1 train:test templates (apps with one template dropped); a medium/hard test
   template keeps an equal-or-easier template of its app in train; the assignment with the closest
   train/test mean difficulty over a seeded search wins.
@@ -79,6 +81,8 @@ class Split:
                 f"{mix:>16s}{s['answer']:8d}{s['cross_app']:7d}"
             )
         lines.append(f"mean difficulty gap {b['difficulty_gap']:.3f} (limit {MAX_DIFFICULTY_GAP})")
+        for name, (kept, drawn, distinct) in sorted(self.info.get("capped_templates", {}).items()):
+            lines.append(f"{name}: {distinct} distinct instances; test keeps {kept} of {drawn} so train has the rest")
         if self.info.get("test_apps"):
             lines.append(f"test apps: {', '.join(self.info['test_apps'])}")
         return "\n".join(lines)
@@ -98,6 +102,10 @@ class Split:
             seeds = {t.seed for t in self.train} & {t.seed for t in self.test}
             if seeds:
                 raise SplitError(f"instance split: seeds {sorted(seeds)} used on both sides")
+            tr_t, te_t = {t.template for t in self.train}, {t.template for t in self.test}
+            if tr_t != te_t:
+                raise SplitError(f"instance split: templates on one side only (train only: {sorted(tr_t - te_t)}, "
+                                 f"test only: {sorted(te_t - tr_t)}); widen the seed ranges or drop them")
         if self.regime in ("template", "app"):
             both = {t.template for t in self.train} & {t.template for t in self.test}
             if both:
@@ -123,8 +131,27 @@ def _instances(templates, seeds, exclude=frozenset()) -> list:
     return out
 
 
+def _cap_small_templates(test: list, templates, train_seeds) -> tuple[list, dict]:
+    """Test instances with each template's share cut to half its distinct instances over both seed
+    ranges (first ones in seed order kept); {template: (kept, drawn, distinct)} for each cut one."""
+    by_template: dict[str, list] = {}
+    for t in test:
+        by_template.setdefault(t.template, []).append(t)
+    out, capped = [], {}
+    for name in templates:
+        drawn = by_template.get(name, [])
+        distinct = len({instance_key(t) for t in drawn} | {instance_key(t) for t in _instances([name], train_seeds)})
+        keep = drawn[: distinct // 2] if len(drawn) > distinct // 2 else drawn
+        if len(keep) < len(drawn):
+            capped[name] = (len(keep), len(drawn), distinct)
+        out += keep
+    return out, capped
+
+
 def _build(regime, train_templates, test_templates, train_seeds, test_seeds, info) -> Split:
     test = _instances(test_templates, test_seeds)
+    if regime == "instance":
+        test, info["capped_templates"] = _cap_small_templates(test, test_templates, train_seeds)
     train = _instances(train_templates, train_seeds, exclude={instance_key(t) for t in test})
     return Split(regime, train, test, info)
 

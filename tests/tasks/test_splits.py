@@ -18,7 +18,7 @@ from gui_jax.tasks import (
     make_split,
     make_task,
 )
-from gui_jax.tasks.splits import MAX_DIFFICULTY_GAP, instance_key
+from gui_jax.tasks.splits import MAX_DIFFICULTY_GAP, _instances, instance_key
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,28 @@ def test_instance_split(splits):
     assert set(s.info["excluded_templates"]) == set(list_templates(parametric=False))
     per_template = Counter(t.template for t in s.test)
     assert set(per_template.values()) == {3}  # every template yields distinct test instances
+
+
+def test_instance_split_keeps_small_templates_on_both_sides():
+    # tasks.complete has 16 distinct instances (one per to-do title); test seeds 1000-1044 draw all 16,
+    # and removing train duplicates of them used to leave the template on the test side only.
+    s = make_split("instance", train_seeds=range(0, 400), test_seeds=range(1000, 1045),
+                   templates=("tasks.complete", "music.play"))
+    test, train = Counter(t.template for t in s.test), Counter(t.template for t in s.train)
+    assert test["tasks.complete"] == 8 and train["tasks.complete"] == 8
+    assert s.info["capped_templates"] == {"tasks.complete": (8, 16, 16)}
+    assert "tasks.complete: 16 distinct instances; test keeps 8 of 16" in s.report()
+    # the kept test instances are the first drawn in seed order; an uncapped template is unchanged
+    drawn = _instances(["tasks.complete"], range(1000, 1045))
+    assert [t.seed for t in s.test if t.template == "tasks.complete"] == [t.seed for t in drawn[:8]]
+    assert ([t.seed for t in s.test if t.template == "music.play"]
+            == [t.seed for t in _instances(["music.play"], range(1000, 1045))])
+
+
+def test_instance_split_check_names_one_sided_templates():
+    music = [make_task("music.play", s) for s in (1, 2)]
+    with pytest.raises(SplitError, match=r"one side only.*test only: \['tasks.complete'\]"):
+        Split("instance", music, [make_task("music.play", 3), make_task("tasks.complete", 4)]).check()
 
 
 def test_template_split(splits):
