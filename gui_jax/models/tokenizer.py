@@ -47,6 +47,8 @@ TINY_BASE_VOCAB = TINY_VOCAB_SIZE - len(QWEN25_SPECIAL_TOKENS)
 TINY_EXTRA_SYMBOLS: tuple[str, ...] = ("<think>", "</think>", "<action>", "</action>", "<answer>", "</answer>")
 TINY_SPECIAL_IDS: dict[str, int] = {t: TINY_BASE_VOCAB + i for i, t in enumerate(QWEN25_SPECIAL_TOKENS)}
 TINY_SP_MODEL_PATH = os.path.join(os.path.dirname(__file__), "assets", "tiny_sp.model")
+# The same corpus plus PhoneSim's goals and UI lines (built by gui_jax/rl/phonesim_vocab.py)
+TINY_PHONESIM_SP_MODEL_PATH = os.path.join(os.path.dirname(__file__), "assets", "tiny_phonesim_sp.model")
 
 # Role -> token text; every tokenizer must resolve all of these to single ids.
 SPECIAL_ROLES: dict[str, str] = {

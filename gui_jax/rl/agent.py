@@ -25,13 +25,15 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.models.tokenizer import HFTokenizer, qwen25_tokenizer, tiny_tokenizer
+from gui_jax.models.tokenizer import TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, qwen25_tokenizer, tiny_tokenizer
 from gui_jax.rl.jax_policy import JaxPolicy
 
 
 def load_tokenizer(name: str, checkpoint: Optional[str] = None):
     if name == "tiny":
         return tiny_tokenizer()
+    if name == "tiny_phonesim":
+        return tiny_tokenizer(TINY_PHONESIM_SP_MODEL_PATH)
     if name == "qwen25":
         return qwen25_tokenizer()
     if name == "auto":
@@ -43,8 +45,12 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
             return SentencePieceTokenizer.from_file(os.path.join(checkpoint, "tokenizer.model"))
         return qwen25_tokenizer()
     if os.path.exists(name):
+        if name.endswith(".model"):
+            from gui_jax.models.tokenizer import SentencePieceTokenizer
+            return SentencePieceTokenizer.from_file(name)
         return HFTokenizer.from_file(name)
-    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'qwen25', 'auto' or a tokenizer.json path")
+    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'qwen25', 'auto', a tokenizer.json "
+                     f"path or a SentencePiece .model path")
 
 
 class Agent:
