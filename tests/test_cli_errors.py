@@ -68,6 +68,8 @@ CASES = [
     ("seed_overlap", [Q, "--config.data.test_seed_range=(30,50)"], ["config.data.test_seed_range", "overlaps"]),
     ("preset", [Q, "--config.model.preset=7bb"], ["config.model.preset", "'7b'", "accepted: tiny, 3b, 7b"]),
     ("tokenizer", [Q, "--config.model.tokenizer=qwen2.5"], ["config.model.tokenizer", "'qwen25'", "tokenizer.json"]),
+    ("tokenizer_phonesim", [Q, "--config.model.tokenizer=tiny_phonesm"], ["config.model.tokenizer", "'tiny_phonesim'",
+                                                                           "SentencePiece .model path"]),
     ("hf_dir_missing", [Q, "--config.model.checkpoint=/nonexistent/qwen"], ["config.model.checkpoint",
                                                                           "no such directory"]),
     ("dialect", [Q, "--config.prompt.dialect=uitar"], ["config.prompt.dialect", "'uitars'"]),
