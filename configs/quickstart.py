@@ -1,5 +1,5 @@
 """Quickstart: the tiny agent on PhoneSim, end to end (2 CPU cores: 7-13 min by machine, SFT 0.6-1.1 s
-per step, one evaluation of 216 held-out tasks 0.5-1 min; results.json "profile" has a run's stage times).
+per step, one evaluation of 209 held-out tasks 0.5-1 min; results.json "profile" has a run's stage times).
 
 expert episodes (instance split, easy tasks) → SFT → UI-S1 semi-online RL, with SOP, step metrics
 and online success on the held-out split before and after each stage.
