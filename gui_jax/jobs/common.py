@@ -362,9 +362,30 @@ def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"
     return tree["state"]["params"], step
 
 
+def trained_vocabulary(checkpoint_dir: str) -> Optional[str]:
+    """The vocabulary the run that wrote `<workdir>/<stage>/checkpoints` configured (its config.json), or
+    None when that is unknown (no snapshot, a HF-checkpoint vocabulary, or jobs that disagree)."""
+    from gui_jax.rl.agent import vocabulary_name
+    workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
+    try:
+        snapshots = read_snapshots(workdir)
+    except WorkdirMismatchError:
+        return None
+    names = {vocabulary_name(s["config"].get("model.tokenizer", "auto"), s["config"].get("model.preset", "tiny"),
+                             s["config"].get("model.checkpoint", ""))
+             for s in snapshots.values() if isinstance(s, dict) and isinstance(s.get("config"), dict)}
+    return names.pop() if len(names) == 1 else None
+
+
 def set_agent_params(agent, restored, where: str) -> None:
-    """Puts restored params into the agent, checking they fit the model (count and shapes)."""
+    """Puts restored params into the agent, checking they fit the model (count and shapes) and, where the
+    checkpoint's run recorded it, that the agent reads text with the same vocabulary."""
     import jax
+    trained, current = trained_vocabulary(where), getattr(agent, "vocabulary", None)
+    if trained and current and trained != current:
+        raise RunError(f"the checkpoint in {where} was trained with vocabulary {trained!r} but model.tokenizer "
+                       f"gives {current!r}: token ids would mean other words; set "
+                       f"--config.model.tokenizer={trained} (its run's config.json records it)")
     leaves, want = jax.tree.leaves(restored), jax.tree.leaves(agent.params)
     if len(leaves) != len(want) or any(a.shape != b.shape for a, b in zip(leaves, want)):
         bad = next((f"{a.shape} vs {b.shape}" for a, b in zip(leaves, want) if a.shape != b.shape), "")

@@ -53,6 +53,16 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
                      f"path or a SentencePiece .model path")
 
 
+def vocabulary_name(tokenizer: str, preset: str, checkpoint: str = "") -> Optional[str]:
+    """The vocabulary a model config trains with, as a comparable name (None where it comes from a HF
+    checkpoint directory): stage checkpoints are only valid under the vocabulary they were trained with."""
+    if tokenizer == "auto":
+        if checkpoint:
+            return None
+        return "tiny" if preset == "tiny" else "qwen25"
+    return os.path.abspath(tokenizer) if os.path.exists(tokenizer) else tokenizer
+
+
 class Agent:
     """Holds params as a pytree; `model()` rebuilds the module view for eval/sampling."""
 
@@ -83,6 +93,8 @@ class Agent:
         if tok_name == "auto" and not mcfg.get("checkpoint") and mcfg.preset == "tiny":
             tok_name = "tiny"
         self.tokenizer = load_tokenizer(tok_name, mcfg.get("checkpoint"))
+        self.vocabulary = vocabulary_name(mcfg.get("tokenizer", "auto"), mcfg.get("preset", "tiny"),
+                                          mcfg.get("checkpoint", ""))
         if self.tokenizer.vocab_size > self.model_config.text.vocab_size:
             raise ValueError(f"tokenizer has {self.tokenizer.vocab_size} ids but the model only "
                              f"{self.model_config.text.vocab_size}")
