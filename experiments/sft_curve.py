@@ -8,7 +8,8 @@ Used to tell memorisation (train grounding → 1, held-out flat) from under-trai
 init_from continues an SFT stage of the same config from its latest checkpoint (optimizer and data
 order included), e.g. the quickstart's 400 steps on to 800 and 1200.
 
-Appends one JSON line per evaluation to WORKDIR.jsonl (the quickstart config with the overrides).
+Appends one JSON line per evaluation to WORKDIR.jsonl (the quickstart config with the overrides), with
+each held-out task's greedy online success for paired tests between evaluations.
 """
 import ast
 import importlib.util
@@ -44,7 +45,7 @@ def load_config(overrides):
 
 def main(argv):
     from gui_jax.eval.offline import evaluate_steps
-    from gui_jax.eval.online import evaluate_online
+    from gui_jax.eval.online import online_metrics, run_online_episodes
     from gui_jax.jobs.common import prepare
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
@@ -70,10 +71,13 @@ def main(argv):
             w2, c2 = time.time(), time.process_time()
             tr = evaluate_steps(agent.policy, train_eps[:60], pcfg)
             te = evaluate_steps(agent.policy, test_eps, pcfg)
-            on = evaluate_online(agent.policy, test_tasks, pcfg, resolution=tuple(config.data.resolution),
-                                 max_steps=config.eval.max_steps)
+            recs = run_online_episodes(agent.policy, test_tasks, pcfg, trials=1, temperature=0.0,
+                                       resolution=tuple(config.data.resolution), max_steps=config.eval.max_steps)
+            on = online_metrics(recs)
             rec = {"steps": n, "args": overrides, "train_GR": tr["GR"], "train_SR": tr["SR"], "test_TM": te["TM"],
                    "test_GR": te["GR"], "test_SR": te["SR"], "online_SR": on["SR"], "n_test": len(test_tasks),
+                   # per task, for paired tests between evaluations (experiments/paired_eval.py's McNemar)
+                   "online_success": {r["task_id"]: bool(r["success"]) for r in recs},
                    "n_train": len(train_eps), "sft_wall_s": w2 - w, "sft_cpu_s": c2 - c,
                    "eval_wall_s": time.time() - w2, "eval_cpu_s": time.process_time() - c2,
                    "load_avg": os.getloadavg()[0],
