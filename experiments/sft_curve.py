@@ -76,7 +76,7 @@ def main(argv):
             on = online_metrics(recs)
             rec = {"steps": n, "args": overrides, "train_GR": tr["GR"], "train_SR": tr["SR"], "test_TM": te["TM"],
                    "test_GR": te["GR"], "test_SR": te["SR"], "online_SR": on["SR"], "n_test": len(test_tasks),
-                   # per task, for paired tests between evaluations (experiments/paired_eval.py's McNemar)
+                   # per task, for paired tests between evaluations (gui_jax.eval.metrics.mcnemar_exact)
                    "online_success": {r["task_id"]: bool(r["success"]) for r in recs},
                    "n_train": len(train_eps), "sft_wall_s": w2 - w, "sft_cpu_s": c2 - c,
                    "eval_wall_s": time.time() - w2, "eval_cpu_s": time.process_time() - c2,
