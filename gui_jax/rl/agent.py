@@ -25,7 +25,8 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.models.tokenizer import TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, qwen25_tokenizer, tiny_tokenizer
+from gui_jax.models.tokenizer import (TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, SentencePieceTokenizer,
+                                      qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
 
 
@@ -41,12 +42,10 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
             return HFTokenizer.from_file(os.path.join(checkpoint, "tokenizer.json"))
         if checkpoint and os.path.exists(os.path.join(checkpoint, "tokenizer.model")):
             # an exported tiny agent carries its SentencePiece vocabulary (jobs/export.py)
-            from gui_jax.models.tokenizer import SentencePieceTokenizer
             return SentencePieceTokenizer.from_file(os.path.join(checkpoint, "tokenizer.model"))
         return qwen25_tokenizer()
     if os.path.exists(name):
         if name.endswith(".model"):
-            from gui_jax.models.tokenizer import SentencePieceTokenizer
             return SentencePieceTokenizer.from_file(name)
         return HFTokenizer.from_file(name)
     raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'qwen25', 'auto', a tokenizer.json "
@@ -89,12 +88,10 @@ class Agent:
                 model = init_sharded_model(self.model_config, seed, self.mesh, self.rules)
             else:
                 model = Qwen25VLForConditionalGeneration(self.model_config, rngs=nnx.Rngs(seed))
-        tok_name = mcfg.get("tokenizer", "auto")
-        if tok_name == "auto" and not mcfg.get("checkpoint") and mcfg.preset == "tiny":
-            tok_name = "tiny"
-        self.tokenizer = load_tokenizer(tok_name, mcfg.get("checkpoint"))
+        # None = the vocabulary of the HF checkpoint directory ("auto" reads it there)
         self.vocabulary = vocabulary_name(mcfg.get("tokenizer", "auto"), mcfg.get("preset", "tiny"),
                                           mcfg.get("checkpoint", ""))
+        self.tokenizer = load_tokenizer(self.vocabulary or "auto", mcfg.get("checkpoint"))
         if self.tokenizer.vocab_size > self.model_config.text.vocab_size:
             raise ValueError(f"tokenizer has {self.tokenizer.vocab_size} ids but the model only "
                              f"{self.model_config.text.vocab_size}")

@@ -119,8 +119,8 @@ class Split:
             raise SplitError(f"{self.regime} split: train/test mean difficulty gap {gap:.3f} > {MAX_DIFFICULTY_GAP}")
 
 
-def _instances(templates, seeds, exclude=frozenset()) -> list:
-    out, seen = [], set(exclude)
+def _instances(templates, seeds) -> list:
+    out, seen = [], set()
     for name in templates:
         for s in seeds:
             t = make_task(name, s)
@@ -131,17 +131,20 @@ def _instances(templates, seeds, exclude=frozenset()) -> list:
     return out
 
 
-def _cap_small_templates(test: list, templates, train_seeds) -> tuple[list, dict]:
-    """Test instances with each template's share cut to half its distinct instances over both seed
-    ranges (first ones in seed order kept); {template: (kept, drawn, distinct)} for each cut one."""
+def _cap_small_templates(test: list, train: list) -> tuple[list, dict]:
+    """Test instances with each template's share cut to half its distinct instances on both sides (train
+    = the train seeds' instances before test duplicates are removed; the first test ones in seed order
+    kept); {template: (kept, drawn, distinct)} for each cut one."""
+    train_keys: dict[str, set] = {}
+    for t in train:
+        train_keys.setdefault(t.template, set()).add(instance_key(t))
     by_template: dict[str, list] = {}
     for t in test:
         by_template.setdefault(t.template, []).append(t)
     out, capped = [], {}
-    for name in templates:
-        drawn = by_template.get(name, [])
-        distinct = len({instance_key(t) for t in drawn} | {instance_key(t) for t in _instances([name], train_seeds)})
-        keep = drawn[: distinct // 2] if len(drawn) > distinct // 2 else drawn
+    for name, drawn in by_template.items():
+        distinct = len({instance_key(t) for t in drawn} | train_keys.get(name, set()))
+        keep = drawn[: distinct // 2]
         if len(keep) < len(drawn):
             capped[name] = (len(keep), len(drawn), distinct)
         out += keep
@@ -150,10 +153,11 @@ def _cap_small_templates(test: list, templates, train_seeds) -> tuple[list, dict
 
 def _build(regime, train_templates, test_templates, train_seeds, test_seeds, info) -> Split:
     test = _instances(test_templates, test_seeds)
+    train = _instances(train_templates, train_seeds)
     if regime == "instance":
-        test, info["capped_templates"] = _cap_small_templates(test, test_templates, train_seeds)
-    train = _instances(train_templates, train_seeds, exclude={instance_key(t) for t in test})
-    return Split(regime, train, test, info)
+        test, info["capped_templates"] = _cap_small_templates(test, train)
+    test_keys = {instance_key(t) for t in test}
+    return Split(regime, [t for t in train if instance_key(t) not in test_keys], test, info)
 
 
 def _template_split(names, search: int, rng: random.Random):
