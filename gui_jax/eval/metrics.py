@@ -236,15 +236,42 @@ def paired_counts(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, i
     return int(np.sum(x & ~y)), int(np.sum(~x & y))
 
 
-def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> float:
-    """Two-sided exact McNemar p-value on the same tasks [T]: under H0 the discordant pairs split
-    Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))). 1.0 when there is no discordant pair."""
-    b, c = paired_counts(before, after)
+def _two_sided_binomial_half(b: int, c: int) -> float:
+    """p = min(1, 2·P(X ≤ min(b, c))) for X ~ Binomial(b + c, 1/2); 1.0 when b + c = 0."""
     n = b + c
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2.0 ** n
     return min(1.0, 2.0 * tail)
+
+
+def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> float:
+    """Two-sided exact McNemar p-value on the same tasks [T]: under H0 the discordant pairs split
+    Binomial(b + c, 1/2); p = min(1, 2·P(X ≤ min(b, c))). 1.0 when there is no discordant pair."""
+    return _two_sided_binomial_half(*paired_counts(before, after))
+
+
+def sign_test(before: Sequence[float], after: Sequence[float]) -> dict[str, float]:
+    """Exact two-sided sign test on per-task outcomes [T] (e.g. success rates over k trials): tasks
+    that got worse (lost) and better (gained), ties dropped; p as in `mcnemar_exact`, which it equals
+    on 0/1 outcomes."""
+    x, y = _arr(before), _arr(after)
+    if x.shape != y.shape or x.size == 0:
+        raise ValueError(f"sign_test: need equal, non-empty per-task outcomes ({x.size} vs {y.size})")
+    lost, gained = int(np.sum(y < x)), int(np.sum(y > x))
+    return {"lost": lost, "gained": gained, "p": _two_sided_binomial_half(lost, gained)}
+
+
+def bootstrap_mean_interval(values: Sequence[float], *, num_samples: int = 10000, seed: int = 0,
+                            confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of per-task values [T], resampling tasks (the unit
+    that repeats when each task is tried k times: trials of one task are not independent)."""
+    x = _arr(values)
+    if x.size == 0:
+        return float("nan"), float("nan")
+    boot = x[np.random.default_rng(seed).integers(0, x.size, size=(num_samples, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2
+    return float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))
 
 
 def paired_bootstrap(before: Sequence[float], after: Sequence[float], *, num_samples: int = 10000,

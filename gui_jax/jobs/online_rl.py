@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from gui_jax.eval.metrics import mcnemar_exact, wilson_interval
+from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
 from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
@@ -27,29 +27,47 @@ from gui_jax.train.online import make_env_factory, make_pool, train_online
 from gui_jax.train.sft import train_sft
 
 
-def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0) -> dict:
-    """Greedy held-out episodes through an env pool built from `config.env`: SR with Wilson 95 % CI
-    over completed episodes, per-task outcomes (for paired tests) and the rollout report."""
+def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperature: float = 0.0,
+                         trials: int = 1) -> dict:
+    """Held-out episodes through an env pool built from `config.env` (greedy by default; `trials`
+    episodes per task at `temperature`): SR over completed episodes with a 95 % interval (Wilson for
+    one trial per task; a bootstrap over tasks for several, whose trials are not independent),
+    per-task outcomes for paired tests (0/1, or the success rate over the task's completed trials)
+    and the rollout report."""
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    if trials > 1 and temperature <= 0:
+        raise ValueError(f"{trials} trials per task at temperature {temperature} repeat one greedy episode; "
+                         "set a temperature > 0")
     render = pcfg.observation in ("screenshot", "both")
     max_steps = int(config.eval.max_steps)
     pool = make_pool(config.env, make_env_factory(config.env, render=render, max_steps=max_steps))
-    rcfg = RolloutConfig(mode=config.online.rollout_mode, max_steps=max_steps, temperature=0.0,
+    rcfg = RolloutConfig(mode=config.online.rollout_mode, max_steps=max_steps, temperature=temperature,
                          batch_cap=config.online.batch_cap, max_staleness=None,
                          max_episode_retries=config.online.max_episode_retries, seed=seed)
     with pool, RolloutEngine(agent.policy, pool, pcfg, rcfg) as engine:
-        records = engine.run(tasks, trials=1)
+        records = engine.run(tasks, trials=trials)
     rep = rollout_report(records)
     k, n = rep["successes"], rep["completed"]
-    lo, hi = wilson_interval(k, n)
+    by_task: dict = {}
+    for r in records:
+        if r.status == "completed":
+            by_task.setdefault(r.task_id, []).append(int(r.success))
+    if trials == 1:
+        per_task = {t: v[0] for t, v in by_task.items()}
+        lo, hi = wilson_interval(k, n)
+    else:
+        per_task = {t: sum(v) / len(v) for t, v in by_task.items()}
+        lo, hi = bootstrap_mean_interval(list(per_task.values()), seed=seed)
     return {"online_SR": k / n if n else float("nan"), "online_SR_ci95": [lo, hi], "n": n,
-            "online_success": {r.task_id: int(r.success) for r in records if r.status == "completed"},
-            "rollout_report": rep}
+            "trials": trials, "temperature": temperature, "online_success": per_task, "rollout_report": rep}
 
 
 def paired_p(before: dict, after: dict) -> float:
-    """Exact McNemar over the tasks completed (not env_failure) in both evaluations."""
+    """Exact sign test over the tasks completed (not env_failure) in both evaluations (exact McNemar
+    when each task has one 0/1 outcome)."""
     common = sorted(set(before["online_success"]) & set(after["online_success"]))
-    return mcnemar_exact([before["online_success"][t] for t in common], [after["online_success"][t] for t in common])
+    return sign_test([before["online_success"][t] for t in common], [after["online_success"][t] for t in common])["p"]
 
 
 def format_results(results: dict) -> str:

@@ -102,3 +102,28 @@ def test_split_timings():
     from gui_jax.eval.suite import split_timings
     kept, timings = split_timings({"online_SR": 0.5, "eval_seconds": 3.0, "seconds_sop": 1.0})
     assert kept == {"online_SR": 0.5} and timings == {"eval_seconds": 3.0, "seconds_sop": 1.0}
+
+
+def test_sign_test_equals_mcnemar_on_binary_and_counts_rates():
+    for b, c in [(0, 5), (1, 9), (8, 2), (3, 3), (0, 0)]:
+        before, after = _pairs(b, c)
+        s = M.sign_test(before, after)
+        assert (s["lost"], s["gained"]) == (b, c) and s["p"] == M.mcnemar_exact(before, after)
+    # rates over 4 trials: 0.25 → 0.5 gained, 0.75 → 0.5 lost, ties dropped; 5 gained 1 lost
+    before = [0.25, 0.0, 0.5, 0.75, 0.0, 0.25, 1.0, 0.5]
+    after = [0.5, 0.25, 0.75, 0.5, 0.25, 0.5, 1.0, 0.5]
+    s = M.sign_test(before, after)
+    assert (s["lost"], s["gained"]) == (1, 5)
+    assert s["p"] == pytest.approx(2 * (1 + 6) / 64)   # 2 · (C(6,0) + C(6,1))/2⁶
+    with pytest.raises(ValueError, match="3 vs 2"):
+        M.sign_test([0.5, 0, 1], [1, 0])
+
+
+def test_bootstrap_mean_interval_replays_by_hand():
+    x = np.array([0.0, 0.25, 1.0, 0.5, 0.75, 0.0, 0.25])
+    lo, hi = M.bootstrap_mean_interval(x, num_samples=300, seed=5)
+    boot = x[np.random.default_rng(5).integers(0, x.size, size=(300, x.size))].mean(axis=1)
+    assert (lo, hi) == (pytest.approx(np.quantile(boot, 0.025)), pytest.approx(np.quantile(boot, 0.975)))
+    assert lo < x.mean() < hi
+    assert M.bootstrap_mean_interval([0.5] * 9) == (0.5, 0.5)
+    assert all(math.isnan(v) for v in M.bootstrap_mean_interval([]))
