@@ -362,10 +362,33 @@ def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"
     return tree["state"]["params"], step
 
 
+def recorded_vocabulary(checkpoint_dir: str) -> Optional[str]:
+    """The vocabulary the latest step in a stage's checkpoints folder records (train/checkpoint.py
+    checkpoint_metadata), or None (older checkpoints, or an agent reading a HF directory's tokenizer)."""
+    from gui_jax.config_check import checkpoint_steps
+    steps = checkpoint_steps(checkpoint_dir) if os.path.isdir(checkpoint_dir) else []
+    if not steps:
+        return None
+    import orbax.checkpoint as ocp
+    mgr = ocp.CheckpointManager(os.path.abspath(checkpoint_dir),
+                                options=ocp.CheckpointManagerOptions(create=False, read_only=True))
+    try:
+        extra = mgr.restore(steps[-1], args=ocp.args.Composite(extra=ocp.args.JsonRestore()))["extra"]
+    except (KeyError, FileNotFoundError, ValueError):
+        return None  # a step without the side-state item
+    finally:
+        mgr.close()
+    return (extra or {}).get("vocabulary")
+
+
 def trained_vocabulary(checkpoint_dir: str) -> Optional[str]:
-    """The vocabulary the run that wrote `<workdir>/<stage>/checkpoints` configured (its config.json), or
-    None when that is unknown (no snapshot, a HF-checkpoint vocabulary, or jobs that disagree)."""
+    """The vocabulary the checkpoints in `<workdir>/<stage>/checkpoints` were trained with: as the latest
+    step records it, else as the run's config.json configured it; None when unknown (neither says, a
+    HF-checkpoint vocabulary, or jobs that disagree)."""
     from gui_jax.rl.agent import vocabulary_name
+    recorded = recorded_vocabulary(checkpoint_dir)
+    if recorded:
+        return recorded
     workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
     try:
         snapshots = read_snapshots(workdir)
@@ -385,7 +408,7 @@ def set_agent_params(agent, restored, where: str) -> None:
     if trained and current and trained != current:
         raise RunError(f"the checkpoint in {where} was trained with vocabulary {trained!r} but model.tokenizer "
                        f"gives {current!r}: token ids would mean other words; set "
-                       f"--config.model.tokenizer={trained} (its run's config.json records it)")
+                       f"--config.model.tokenizer={trained} (the checkpoint or its run's config.json records it)")
     leaves, want = jax.tree.leaves(restored), jax.tree.leaves(agent.params)
     if len(leaves) != len(want) or any(a.shape != b.shape for a, b in zip(leaves, want)):
         bad = next((f"{a.shape} vs {b.shape}" for a, b in zip(leaves, want) if a.shape != b.shape), "")

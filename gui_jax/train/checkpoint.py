@@ -13,10 +13,20 @@ import orbax.checkpoint as ocp
 from gui_jax.train.state import TrainState
 
 
+def checkpoint_metadata(agent) -> dict:
+    """What every checkpoint of `agent`'s training records about it: the vocabulary its token ids belong
+    to (omitted when the agent reads a HF directory's own tokenizer). Stored per step, so a step folder
+    copied elsewhere still says which vocabulary it needs (jobs/common.trained_vocabulary)."""
+    vocabulary = getattr(agent, "vocabulary", None)
+    return {} if vocabulary is None else {"vocabulary": vocabulary}
+
+
 class Checkpointer:
-    def __init__(self, directory: str, *, max_to_keep: int = 3, save_every: int = 100):
+    def __init__(self, directory: str, *, max_to_keep: int = 3, save_every: int = 100,
+                 metadata: Optional[dict] = None):
         self.directory = os.path.abspath(directory)
         self.save_every = save_every
+        self.metadata = dict(metadata or {})  # merged into every step's `extra` (checkpoint_metadata)
         self.manager = ocp.CheckpointManager(
             self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
 
@@ -36,7 +46,7 @@ class Checkpointer:
         saved = self.manager.save(
             ckpt_id,
             args=ocp.args.Composite(state=ocp.args.StandardSave(state.as_pytree()),
-                                    extra=ocp.args.JsonSave(extra or {})),
+                                    extra=ocp.args.JsonSave({**self.metadata, **(extra or {})})),
             force=force)
         self.manager.wait_until_finished()
         return saved

@@ -23,7 +23,7 @@ from absl import logging
 from tqdm.auto import tqdm
 
 from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, TrainSample, make_micro_batches
-from gui_jax.train.checkpoint import Checkpointer
+from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.state import TrainState, Updater, init_train_state
 
@@ -89,7 +89,8 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
     install_sigterm_handler()
-    ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=checkpoint_every)
+    ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=checkpoint_every,
+                        metadata=checkpoint_metadata(agent))
     # A copy: the updater donates (consumes) its params, and agent.params must stay valid.
     state = init_train_state(agent.copy_params(), updater.optimizer, seed)
     restored = ckpt.restore_latest(state)

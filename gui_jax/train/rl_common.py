@@ -12,7 +12,7 @@ from flax import nnx
 from gui_jax.rl.batch import TrainSample, make_micro_batches, model_forward_logprobs
 from gui_jax.rl.losses import combine_loss
 from gui_jax.rl.policy import Generation
-from gui_jax.train.checkpoint import Checkpointer
+from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
 from gui_jax.train.state import TrainState, Updater, init_train_state, make_optimizer
 
 
@@ -124,6 +124,7 @@ class IterationCheckpoints:
 
     def start(self, agent, updater: Updater, seed: int) -> tuple[TrainState, dict]:
         state = init_train_state(agent.copy_params(), updater.optimizer, seed)
+        self.ckpt.metadata = checkpoint_metadata(agent)
         restored = self.ckpt.restore_latest(state)
         if restored is None:
             return state, {}

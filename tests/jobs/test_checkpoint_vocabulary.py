@@ -48,3 +48,37 @@ def test_matching_or_unknown_vocabulary_loads(tmp_path):
     bare.mkdir(parents=True)
     assert trained_vocabulary(str(bare)) is None
     set_agent_params(_agent("tiny_phonesim"), {"w": np.ones(2, np.float32)}, str(bare))
+
+
+def test_each_checkpoint_step_records_its_vocabulary_and_a_copied_step_is_checked(tmp_path):
+    """A step folder copied out of its run (as experiments/sft_curve.py init_from does) keeps the check:
+    the vocabulary travels in the step's side state, not only in the run's config.json."""
+    import shutil
+
+    import jax.numpy as jnp
+
+    from gui_jax.jobs.common import recorded_vocabulary
+    from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
+    from gui_jax.train.state import init_train_state, make_optimizer
+
+    writer = _agent("tiny_phonesim")
+    assert checkpoint_metadata(writer) == {"vocabulary": "tiny_phonesim"}
+    assert checkpoint_metadata(_agent(None)) == {}  # a HF directory's own tokenizer: nothing to record
+    src = tmp_path / "run" / "sft" / "checkpoints"  # no config.json anywhere
+    ckpt = Checkpointer(str(src), metadata=checkpoint_metadata(writer))
+    state = init_train_state({"w": jnp.ones(2)}, make_optimizer(1e-3), 0)
+    ckpt.save(state, {"data": {"next": 7}}, force=True)
+    restored, extra = ckpt.restore(0, state)
+    ckpt.close()
+    assert extra == {"vocabulary": "tiny_phonesim", "data": {"next": 7}}  # side state kept beside it
+    copy = tmp_path / "elsewhere" / "sft" / "checkpoints"
+    shutil.copytree(src / "0", copy / "0")
+    assert recorded_vocabulary(str(copy)) == trained_vocabulary(str(copy)) == "tiny_phonesim"
+    with pytest.raises(RunError, match="trained with vocabulary 'tiny_phonesim' but model.tokenizer gives 'tiny'"):
+        set_agent_params(_agent("tiny"), {"w": np.ones(2, np.float32)}, str(copy))
+    set_agent_params(_agent("tiny_phonesim"), {"w": np.ones(2, np.float32)}, str(copy))
+    # the recorded vocabulary wins over a config.json that says otherwise
+    cfg = {"model.tokenizer": "auto", "model.preset": "tiny", "model.checkpoint": ""}
+    (tmp_path / "elsewhere" / "config.json").write_text(json.dumps({"quickstart": {"config": cfg}}))
+    assert trained_vocabulary(str(copy)) == "tiny_phonesim"
+    assert recorded_vocabulary(str(tmp_path / "missing")) is None
