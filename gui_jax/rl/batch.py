@@ -263,8 +263,9 @@ def _accepts_segment_ids(model) -> bool:
         return False
 
 
-def model_forward_logprobs(model, batch: dict) -> tuple[jax.Array, jax.Array]:
-    """(token logprobs [B, L], target logits [B, R, V]) on a batch from `build_batch`.
+def model_forward_logprobs(model, batch: dict, *, with_hidden: bool = False):
+    """(token logprobs [B, L], target logits [B, R, V]) on a batch from `build_batch` (and the last
+    hidden states [B, L, H] with `with_hidden`, for losses on other positions).
 
     Only the R target (response) positions go through the LM head: logits at position k − 1
     score token k. logp is scattered back to [B, L] (0 elsewhere); target logits row r scores
@@ -289,4 +290,4 @@ def model_forward_logprobs(model, batch: dict) -> tuple[jax.Array, jax.Array]:
     picked = jnp.where(valid, jnp.take_along_axis(lp, ids[..., None], axis=-1)[..., 0], 0.0)
     rows = jnp.arange(pos.shape[0])[:, None]
     logp = jnp.zeros(batch["input_ids"].shape, jnp.float32).at[rows, jnp.where(valid, pos, 0)].add(picked)
-    return logp, logits
+    return (logp, logits, out.last_hidden_state) if with_hidden else (logp, logits)

@@ -61,6 +61,7 @@ def sft_block() -> ml_collections.ConfigDict:
         "row_length": 0,              # tokens per packed row (rounded up to a length bucket)
         "grounding_fraction": 0.0,    # share of SFT items that are "Tap on '<label>'" → element (UI text prompts)
         "grounding_instruction": "Tap on '{label}'.",
+        "prompt_loss_weight": 0.0,    # w · next-token loss on prompt tokens (0: response tokens only)
         "group_by_length": False,     # batches of similar prompt length (less padding to the longest row)
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
 
@@ -69,17 +70,43 @@ class SFTSource:
                            image_grid_thw=g.image_grid_thw)
 
 
-def sft_loss_fn(graphdef, rest):
-    """(Σ −log p(response tokens), #response tokens, metrics) for one micro-batch."""
+def prompt_targets(batch: dict, image_token_id: int) -> jax.Array:
+    """[B, L-1] 1.0 where token j+1 is a prompt token predictable from token j of the same sample:
+    both attended, same packed segment, j+1 outside the response (loss_mask) and not an image pad."""
+    ids, attn = jnp.asarray(batch["input_ids"]), jnp.asarray(batch["attention_mask"]).astype(bool)
+    same = attn[:, 1:] & attn[:, :-1]
+    if "segment_ids" in batch:
+        seg = jnp.asarray(batch["segment_ids"])
+        same = same & (seg[:, 1:] == seg[:, :-1])
+    keep = same & (jnp.asarray(batch["loss_mask"])[:, 1:] == 0) & (ids[:, 1:] != image_token_id)
+    return keep.astype(jnp.float32)
+
+
+def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0):
+    """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
+    micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
+    the model dense copy targets (e.g. the goal repeated after the screen), not just one action."""
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
-        logp, logits = model_forward_logprobs(model, batch)
+        if prompt_loss_weight > 0:
+            logp, logits, hidden = model_forward_logprobs(model, batch, with_hidden=True)
+        else:
+            logp, logits = model_forward_logprobs(model, batch)
         m = batch["loss_mask"]
         targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
         correct = (jnp.argmax(logits, axis=-1) == targets) & batch["target_valid"]
         correct = correct.astype(jnp.float32)
         n = m.sum()
-        return -(logp * m).sum(), n, {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
+        total = -(logp * m).sum()
+        metrics = {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
+        if prompt_loss_weight > 0:
+            keep = prompt_targets(batch, model.cfg.image_token_id)
+            lp = jax.nn.log_softmax(model.logits_from_hidden(hidden[:, :-1]), axis=-1)
+            nll = -jnp.take_along_axis(lp, jnp.asarray(batch["input_ids"])[:, 1:, None], axis=-1)[..., 0]
+            prompt_sum = (nll * keep).sum()
+            total = total + prompt_loss_weight * prompt_sum
+            metrics["prompt_nll"] = prompt_sum / jnp.maximum(keep.sum(), 1.0)
+        return total, n, metrics
     return loss
 
 
@@ -105,7 +132,7 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
                                weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                total_steps=cfg.num_steps, schedule=cfg.get("schedule", "constant"))
-    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest), optimizer,
+    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.get("prompt_loss_weight", 0.0))), optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,
