@@ -400,6 +400,34 @@ def trained_vocabulary(checkpoint_dir: str) -> Optional[str]:
     return names.pop() if len(names) == 1 else None
 
 
+def start_training_overlap(checkpoint_dir: str, test_tasks: Sequence) -> Optional[dict]:
+    """How many of `test_tasks` share an instance (template, goal, parameters) with the training side of
+    the split of the run that wrote `<workdir>/<stage>/checkpoints`, as its config.json records it: those
+    tasks are held out from this job's training but not from the start's. None when no snapshot says."""
+    from gui_jax.tasks.splits import instance_key, make_split
+    workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
+    try:
+        snapshots = read_snapshots(workdir)
+    except WorkdirMismatchError:
+        return None
+    seen, runs = set(), []
+    for job, snap in sorted(snapshots.items()):
+        cfg = snap.get("config") if isinstance(snap, dict) else None
+        if not isinstance(cfg, dict) or "data.train_seed_range" not in cfg or "data.split" not in cfg:
+            continue
+        templates = cfg.get("data.templates") or None
+        split = make_split(cfg["data.split"], train_seeds=range(*cfg["data.train_seed_range"]),
+                           test_seeds=range(*cfg["data.test_seed_range"]), seed=int(cfg.get("seed", 0)),
+                           templates=tuple(templates) if cfg["data.split"] == "instance" and templates else None)
+        seen |= {instance_key(t) for t in split.train}
+        runs.append(job)
+    if not runs:
+        return None
+    shared = sorted(t.task_id for t in test_tasks if instance_key(t) in seen)
+    return {"start_run": workdir, "jobs": runs, "test_tasks": len(test_tasks), "shared": len(shared),
+            "shared_task_ids": shared}
+
+
 def set_agent_params(agent, restored, where: str) -> None:
     """Puts restored params into the agent, checking they fit the model (count and shapes) and, where the
     checkpoint's run recorded it, that the agent reads text with the same vocabulary."""
