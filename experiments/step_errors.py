@@ -21,6 +21,7 @@ def main(argv):
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
     from gui_jax.rl.semi_online import SemiOnlineConfig, expert_element, judge_step
+    from gui_jax.train.sft import expert_history
     if len(argv) < 2:
         raise SystemExit(__doc__)
     workdir, checkpoint = argv[0], argv[1]
@@ -38,9 +39,7 @@ def main(argv):
         prompts = []
         for e, t in chunk:
             ep = test_eps[e]
-            history = [(ep.observations[k], expert_response(ep.actions[k], ep.observations[k], pcfg,
-                                                            element=expert_element(ep, k))) for k in range(t)]
-            prompts.append(build_messages(ep.goal, history, ep.observations[t], pcfg))
+            prompts.append(build_messages(ep.goal, expert_history(ep, t, pcfg), ep.observations[t], pcfg))
         for (e, t), g in zip(chunk, agent.policy.generate(prompts, temperature=0.0, seed=0)):
             ep = test_eps[e]
             key = (ep.template, t, ep.actions[t].type)

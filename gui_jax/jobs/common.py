@@ -362,6 +362,16 @@ def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"
     return tree["state"]["params"], step
 
 
+def stage_run_snapshots(checkpoint_dir: str) -> tuple[str, dict]:
+    """(workdir, its config.json snapshots) of the run that wrote `<workdir>/<stage>/checkpoints`; no
+    snapshots when it kept none or the file is unreadable."""
+    workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
+    try:
+        return workdir, read_snapshots(workdir)
+    except WorkdirMismatchError:
+        return workdir, {}
+
+
 def recorded_vocabulary(checkpoint_dir: str) -> Optional[str]:
     """The vocabulary the latest step in a stage's checkpoints folder records (train/checkpoint.py
     checkpoint_metadata), or None (older checkpoints, or an agent reading a HF directory's tokenizer)."""
@@ -389,11 +399,7 @@ def trained_vocabulary(checkpoint_dir: str) -> Optional[str]:
     recorded = recorded_vocabulary(checkpoint_dir)
     if recorded:
         return recorded
-    workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
-    try:
-        snapshots = read_snapshots(workdir)
-    except WorkdirMismatchError:
-        return None
+    _, snapshots = stage_run_snapshots(checkpoint_dir)
     names = {vocabulary_name(s["config"].get("model.tokenizer", "auto"), s["config"].get("model.preset", "tiny"),
                              s["config"].get("model.checkpoint", ""))
              for s in snapshots.values() if isinstance(s, dict) and isinstance(s.get("config"), dict)}
@@ -405,11 +411,7 @@ def start_training_overlap(checkpoint_dir: str, test_tasks: Sequence) -> Optiona
     the split of the run that wrote `<workdir>/<stage>/checkpoints`, as its config.json records it: those
     tasks are held out from this job's training but not from the start's. None when no snapshot says."""
     from gui_jax.tasks.splits import instance_key, make_split
-    workdir = os.path.dirname(os.path.dirname(os.path.abspath(checkpoint_dir)))
-    try:
-        snapshots = read_snapshots(workdir)
-    except WorkdirMismatchError:
-        return None
+    workdir, snapshots = stage_run_snapshots(checkpoint_dir)
     seen, runs = set(), []
     for job, snap in sorted(snapshots.items()):
         cfg = snap.get("config") if isinstance(snap, dict) else None
