@@ -38,7 +38,10 @@ def get_config():
         "data": {
             "seed": 0,
             "clicks_per_step": 2,        # rule-verified random element clicks per expert step
+            # clicks on other labelled rows at an expert click (hard negatives: the goal names another row)
+            "sibling_clicks": 0,
             "substitution": True,
+            "substitutions": 1,          # same-app substitutions per episode
             "continuation": True,
         },
         "train": reward_model_block(),

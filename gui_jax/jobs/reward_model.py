@@ -35,16 +35,25 @@ def _wrong_text(text: str, rng) -> str:
     return " ".join(words[:-1] + ["Nothing"]) if len(words) > 1 else "Nothing"
 
 
-def perturbed_actions(ep: Episode, t: int, rng, num_clicks: int = 2) -> list[Action]:
-    """Candidate actions around the expert's step t (the rule matcher labels them)."""
+def _click_on(e) -> Action:
+    x1, y1, x2, y2 = e.bounds
+    return Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2, element=e.index)
+
+
+def perturbed_actions(ep: Episode, t: int, rng, num_clicks: int = 2, sibling_clicks: int = 0) -> list[Action]:
+    """Candidate actions around the expert's step t (the rule matcher labels them). `sibling_clicks`: at
+    an expert click, that many clicks on other labelled elements of the screen (list rows: "Ocean Dreams"
+    where the goal names "Quiet Echoes"), the hard negatives that only a goal-to-label match tells apart;
+    the clickable-only draw rarely lands on a row, whose own line carries no click flag."""
     a, obs = ep.actions[t], ep.observations[t]
     out: list[Action] = []
     els = [e for e in visible_elements(obs) if e.clickable]
     if els:
-        for k in rng.permutation(len(els))[:num_clicks]:
-            e = els[int(k)]
-            x1, y1, x2, y2 = e.bounds
-            out.append(Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2, element=e.index))
+        out += [_click_on(els[int(k)]) for k in rng.permutation(len(els))[:num_clicks]]
+    if sibling_clicks > 0 and a.type in ("click", "long_press"):
+        taken = {x.element for x in out}
+        rows = [e for e in visible_elements(obs) if (e.text or e.content_desc) and e.index not in taken]
+        out += [_click_on(rows[int(k)]) for k in rng.permutation(len(rows))[:sibling_clicks]]
     if a.type != "system_button":
         out.append(Action("system_button", button="Back"))
     if a.text:
@@ -64,22 +73,24 @@ def build_records(episodes: Sequence[Episode], rng, dcfg) -> list[de.RewardRecor
         n = len(ep.actions)
         recs += de.expert_records(ep)
         for t in range(n):
-            recs += de.rule_verified_records(ep, t, perturbed_actions(ep, t, rng, dcfg.clicks_per_step))
+            recs += de.rule_verified_records(ep, t, perturbed_actions(ep, t, rng, dcfg.clicks_per_step,
+                                                                      dcfg.get("sibling_clicks", 0)))
         w = de.working_steps(ep)
         if w > 1:
             recs += de.truncation_records(ep, [int(rng.integers(1, w))])
         others = [o for o in by_app.get(ep.app, []) if o.goal != ep.goal and de.working_steps(o) > 1]
-        if others and dcfg.substitution:
-            o = others[int(rng.integers(len(others)))]
+        n_sub = int(dcfg.get("substitutions", 1)) if dcfg.substitution else 0
+        # one substitution draws as it always did, so the default records stay the same
+        picks = [rng.integers(len(others))] if n_sub == 1 and others else rng.permutation(len(others))[:n_sub]
+        for k in picks:
+            o = others[int(k)]
             recs += de.substitution_records(ep, o, int(rng.integers(1, w)) if w > 1 else 0,
                                             int(rng.integers(1, de.working_steps(o))))
         if dcfg.continuation and ep.actions[-1].type == "terminate":
             obs = ep.observations[n - 1]
             els = [e for e in visible_elements(obs) if e.clickable]
             if els:
-                e = els[int(rng.integers(len(els)))]
-                x1, y1, x2, y2 = e.bounds
-                extra = Action("click", x=(x1 + x2) / 2, y=(y1 + y2) / 2, element=e.index)
+                extra = _click_on(els[int(rng.integers(len(els)))])
             else:
                 extra = Action("system_button", button="Back")
             recs += de.continuation_records(ep, [de.StepRef(str(ep.episode_id), n - 1, extra)])

@@ -146,3 +146,47 @@ def test_hard_negatives_and_round_trip(tmp_path):
     path.write_text('{"kind": "step"}\n')
     with pytest.raises(ValueError, match="record 0"):
         de.read_records(str(path))
+
+
+def test_sibling_clicks_are_row_clicks_at_expert_clicks_only():
+    import numpy as np
+    import ml_collections
+    from gui_jax.jobs.reward_model import build_records, perturbed_actions
+    from gui_jax.rl.prompting import visible_elements
+    sim = PhoneSim(render=False)
+    ep = generate_episode(make_task("music.play", 1), sim)            # open, click a song row, terminate
+    assert [a.type for a in ep.actions] == ["open", "click", "terminate"]
+    base = perturbed_actions(ep, 1, np.random.default_rng(0), num_clicks=2)
+    more = perturbed_actions(ep, 1, np.random.default_rng(0), num_clicks=2, sibling_clicks=4)
+    # the same draw first, then 4 clicks on labelled elements none of the first clicks hit
+    assert more[:2] == base[:2] and len(more) == len(base) + 4
+    labelled = {e.index: e for e in visible_elements(ep.observations[1]) if e.text or e.content_desc}
+    rows = more[2:6]
+    assert all(r.element in labelled for r in rows) and len({r.element for r in rows}) == 4
+    assert not {r.element for r in rows} & {b.element for b in base[:2]}
+    for r in rows:
+        x1, y1, x2, y2 = labelled[r.element].bounds
+        assert (r.x, r.y) == ((x1 + x2) / 2, (y1 + y2) / 2)
+    # no sibling clicks where the expert does not click
+    for t in (0, 2):
+        assert perturbed_actions(ep, t, np.random.default_rng(0), 2, 4) == perturbed_actions(
+            ep, t, np.random.default_rng(0), 2)
+    # labelled by the rule matcher: a row is positive only when it is the expert's target
+    recs = de.rule_verified_records(ep, 1, rows)
+    target = ep.target_bboxes[1]
+    for r, rec in zip(rows, recs):
+        inside = target[0] <= r.x <= target[2] and target[1] <= r.y <= target[3]
+        assert rec.label == inside
+    # `substitutions` other episodes per episode, each distinct; the default (1) draws as before
+    others = [generate_episode(make_task("music.play", s), sim) for s in (2, 3, 4)]
+    dcfg = ml_collections.ConfigDict({"clicks_per_step": 2, "sibling_clicks": 0, "substitution": True,
+                                      "substitutions": 2, "continuation": False})
+    recs = build_records([ep] + others, np.random.default_rng(0), dcfg)
+    froms = [r.info["from"] for r in recs if r.kind == "outcome" and r.source == "substitution"
+             and r.goal == ep.goal]
+    assert len(froms) == 2 and len(set(froms)) == 2 and ep.episode_id not in froms
+    dcfg.substitutions = 1
+    one = build_records([ep] + others, np.random.default_rng(0), dcfg)
+    del dcfg["sibling_clicks"], dcfg["substitutions"]         # a config from before the two knobs
+    assert [(r.kind, r.source, r.steps, r.label) for r in build_records(
+        [ep] + others, np.random.default_rng(0), dcfg)] == [(r.kind, r.source, r.steps, r.label) for r in one]
