@@ -30,6 +30,9 @@ def get_config():
         "templates": ("messages.open_thread", "music.play", "tasks.complete", "clock.alarm_toggle",
                       "expenses.amount", "settings.storage_answer"),
         "num_train_episodes": 1600,
+        # >1: each train instance again with other train seeds (same goal, another screen, its target
+        # elsewhere), up to this many episodes per instance; 1 = one screen per goal
+        "train_screens_per_instance": 1,
         "num_test_episodes": 216,
         "resolution": (112, 252),          # screenshots (multiples of 28: the processor keeps them)
     })

@@ -176,6 +176,8 @@ def episode_key(config, side: str) -> dict:
            "data.max_optimal_steps": int(d.max_optimal_steps), "data.templates": list(d.templates),
            "data.resolution": list(d.resolution),
            f"data.num_{side}_episodes": int(d[f"num_{side}_episodes"])}
+    if side == "train" and d.get("train_screens_per_instance", 1) != 1:  # absent before the knob: old caches stay valid
+        key["data.train_screens_per_instance"] = int(d.train_screens_per_instance)
     if d.split == "template":
         key["seed"] = int(config.seed)  # the template split's search seed
     return key
@@ -322,7 +324,7 @@ def _no_tasks_message(side: str, tasks, d) -> str:
 def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
     """(train_tasks, test_tasks, train_eps, test_eps) of the configured split; a side not in `sides`
     gets its tasks but no episodes (an empty list)."""
-    from gui_jax.tasks.splits import make_split
+    from gui_jax.tasks.splits import make_split, screen_variants
     d = config.data
     # An instance split is per template: built over the configured templates only, it selects the same
     # tasks (tests/jobs/test_prepare_split.py) in a fraction of the time (the full registry took ~1 min).
@@ -335,6 +337,9 @@ def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
     for side, pool, limit in (("train", split.train, d.num_train_episodes),
                               ("test", split.test, d.num_test_episodes)):
         selected[side] = select_tasks(pool, d, limit)
+        if side == "train" and d.get("train_screens_per_instance", 1) > 1:
+            selected[side] = screen_variants(selected[side], range(*d.train_seed_range),
+                                             d.train_screens_per_instance)
         if side in sides and not selected[side]:
             raise RunError(_no_tasks_message(side, pool, d))
         episodes[side] = (load_or_generate(selected[side], os.path.join(workdir, "episodes", side), d.resolution,

@@ -131,6 +131,26 @@ def _instances(templates, seeds) -> list:
     return out
 
 
+def screen_variants(tasks: list, seeds: Iterable[int], per_instance: int) -> list:
+    """`tasks`, each followed by up to `per_instance - 1` tasks of the same instance (template, goal,
+    params) drawn with other `seeds`: the same goal on another screen, where its target sits elsewhere.
+    One screen per goal lets a small model learn goal → element by heart; several force the look-up.
+    Instances stay those of `tasks`, so a split's disjointness is unchanged."""
+    if per_instance < 1:
+        raise ValueError(f"per_instance must be >= 1, got {per_instance}")
+    if per_instance == 1:
+        return list(tasks)
+    first = {instance_key(t): t for t in tasks}
+    extra: dict[tuple, list] = {k: [] for k in first}
+    for name in sorted({t.template for t in tasks}):
+        for s in seeds:
+            t = make_task(name, s)
+            k = instance_key(t)
+            if k in first and t.seed != first[k].seed and len(extra[k]) < per_instance - 1:
+                extra[k].append(t)
+    return [v for t in tasks for v in [t] + extra[instance_key(t)]]
+
+
 def _cap_small_templates(test: list, train: list) -> tuple[list, dict]:
     """Test instances with each template's share cut to half its distinct instances on both sides (train
     = the train seeds' instances before test duplicates are removed; the first test ones in seed order

@@ -29,3 +29,40 @@ def test_an_unknown_template_is_named(tmp_path):
     config = _config(**{"data.templates": ("clock.alarm_toggle", "clock.alarm_togle")})
     with pytest.raises(KeyError, match="unknown task template 'clock.alarm_togle'"):
         prepare(config, str(tmp_path), sides=())
+
+
+def test_screen_variants_repeat_train_goals_on_other_screens_and_leave_test_alone(tmp_path):
+    from gui_jax.envs.sim import PhoneSim
+    from gui_jax.rl.semi_online import expert_element
+    from gui_jax.tasks.generate import generate_episode
+    from gui_jax.tasks.splits import instance_key, screen_variants
+    base_train, base_test, _, _ = prepare(_config(), str(tmp_path / "a"), sides=())
+    train, test, _, _ = prepare(_config(**{"data.train_screens_per_instance": 3}), str(tmp_path / "b"), sides=())
+    assert [t.task_id for t in test] == [t.task_id for t in base_test]
+    # the same instances, each first as before, then up to 2 more seeds from the train range
+    assert {instance_key(t) for t in train} == {instance_key(t) for t in base_train}
+    firsts = [t for i, t in enumerate(train) if i == 0 or instance_key(train[i - 1]) != instance_key(t)]
+    assert [t.task_id for t in firsts] == [t.task_id for t in base_train]
+    by_key, tasks_of = {}, {}
+    for t in train:
+        by_key.setdefault(instance_key(t), []).append(t.seed)
+        tasks_of.setdefault(instance_key(t), []).append(t)
+    assert max(len(v) for v in by_key.values()) == 3 and all(len(set(v)) == len(v) for v in by_key.values())
+    assert all(0 <= s < 40 for v in by_key.values() for s in v)
+    assert not {instance_key(t) for t in train} & {instance_key(t) for t in test}
+    # exactly the available seeds: every seed of 0..39 drawing that instance, up to the cap, in seed order
+    music = next(t for t in base_train if t.template == "music.play")
+    from gui_jax.tasks import make_task
+    same = [s for s in range(40) if instance_key(make_task("music.play", s)) == instance_key(music)]
+    assert by_key[instance_key(music)] == ([music.seed] + [s for s in same if s != music.seed])[:3]
+    # another screen: for a repeated goal, the target element moves in at least one of them
+    sim = PhoneSim(render=False)
+    moved = 0
+    for tasks in [v for v in tasks_of.values() if len(v) == 3][:6]:
+        idx = {tuple(expert_element(ep, i) for i, a in enumerate(ep.actions) if a.type == "click")
+               for ep in (generate_episode(t, sim) for t in tasks)}
+        moved += len(idx) > 1
+    assert moved >= 1
+    assert screen_variants(base_train, range(40), 1) == list(base_train)
+    with pytest.raises(ValueError, match="per_instance must be >= 1, got 0"):
+        screen_variants(base_train, range(40), 0)
