@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main(argv):
     from gui_jax.jobs import literal_overrides, load_config
-    from gui_jax.jobs.common import prepare
+    from gui_jax.jobs.common import prepare, write_snapshot
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig, build_messages
     from gui_jax.train.grounding import grounding_candidates, grounding_instruction
@@ -34,6 +34,8 @@ def main(argv):
     config.prompt.max_ui_lines = lines
     config.sft.grounding_fraction = 0.95
     _, _, train_eps, test_eps = prepare(config, workdir)
+    config.job = "grounding_probe"
+    write_snapshot(config, workdir)   # as a job's config.json: later stages can check held-out overlap
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     items = [x for x in grounding_candidates(test_eps, pcfg) if x[1] > 0][:300]

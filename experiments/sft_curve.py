@@ -46,13 +46,17 @@ def load_config(overrides):
 def main(argv):
     from gui_jax.eval.offline import evaluate_steps
     from gui_jax.eval.online import online_metrics, run_online_episodes
-    from gui_jax.jobs.common import prepare
+    from gui_jax.jobs.common import prepare, write_snapshot
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
     from gui_jax.train.sft import train_sft
     workdir, overrides = argv[0], argv[1:]
     config, evals, init_from = load_config(overrides)
     _, test_tasks, train_eps, test_eps = prepare(config, workdir)
+    # the run's config.json, as a job keeps it: a later stage started from these checkpoints can tell
+    # which of its held-out tasks this run trained on (jobs/common.start_training_overlap)
+    config.job = "sft_curve"
+    write_snapshot(config, workdir)
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     shutil.rmtree(os.path.join(workdir, "sft"), ignore_errors=True)
