@@ -36,7 +36,7 @@ def evaluate_stages(config, stages, workdir, *, temperature: float = 0.0, trials
     """Online SR of each (name, checkpoints folder) on the config's held-out tasks, and each stage
     after the first against the first, paired by task. Returns (results, tests, n_tasks)."""
     from gui_jax.eval.metrics import paired_bootstrap, sign_test
-    from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
+    from gui_jax.jobs.common import load_stage_params, prepare, report_checkpoint_overlap, set_agent_params
     from gui_jax.jobs.online_rl import evaluate_online_pool
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
@@ -54,7 +54,8 @@ def evaluate_stages(config, stages, workdir, *, temperature: float = 0.0, trials
         t0 = time.time()
         r = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed, temperature=temperature,
                                  trials=trials)
-        r.update({"checkpoint": ckpt, "step": int(step), "eval_wall_s": round(time.time() - t0, 1)})
+        r.update({"checkpoint": ckpt, "step": int(step), "eval_wall_s": round(time.time() - t0, 1),
+                  "held_out_vs_checkpoint": report_checkpoint_overlap(ckpt, test_tasks, f"stage {name}")})
         results[name] = r
         print(f"{name}: SR {r['online_SR']:.3f} [{r['online_SR_ci95'][0]:.3f}, {r['online_SR_ci95'][1]:.3f}] "
               f"n={r['n']}", flush=True)
@@ -115,7 +116,8 @@ def main():
     out = {"command": command, "held_out_tasks": n_tasks, "load_avg": os.getloadavg(),
            "temperature": args.temperature, "trials": args.trials,
            "stages": {k: {kk: v[kk] for kk in ("online_SR", "online_SR_ci95", "n", "checkpoint", "step",
-                                                "eval_wall_s", "online_success")} for k, v in results.items()},
+                                                "eval_wall_s", "online_success", "held_out_vs_checkpoint")}
+                  for k, v in results.items()},
            "paired_vs_first": tests}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".json", "w") as f:
@@ -125,6 +127,8 @@ def main():
     lines = [f"Command: `{command}`", "", f"Online SR on {n_tasks} held-out tasks ({how}); each stage "
              "against the first, paired by task (a task gained or lost = its success rate rose or fell).", ""]
     lines += TABLE_HEADER + table_rows(results, tests)
+    from gui_jax.jobs.common import overlap_line
+    lines += [""] + [overlap_line(r["held_out_vs_checkpoint"], f"stage {k}") for k, r in results.items()]
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

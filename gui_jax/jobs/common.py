@@ -435,6 +435,24 @@ def start_training_overlap(checkpoint_dir: str, test_tasks: Sequence) -> Optiona
             "shared_task_ids": shared}
 
 
+def overlap_line(overlap, what: str = "the start checkpoint") -> str:
+    """One sentence on start_training_overlap's answer for `what` (a checkpoint this job did not train)."""
+    if overlap is None:
+        return (f"{what}'s run recorded no data split (no config.json): whether the held-out tasks "
+                "were in its training data is unknown")
+    return (f"{overlap['shared']} of {overlap['test_tasks']} held-out tasks share an instance with the training "
+            f"split of {what}'s run ({overlap['start_run']})")
+
+
+def report_checkpoint_overlap(checkpoint_dir: str, test_tasks, what: str = "the start checkpoint") -> Optional[dict]:
+    """start_training_overlap, printed (a warning when some held-out tasks were in that run's training split)."""
+    overlap = start_training_overlap(checkpoint_dir, test_tasks)
+    line = overlap_line(overlap, what)
+    print(("warning: " + line + ": they are held out from this job's split, not from that run's training")
+          if overlap and overlap["shared"] else line)
+    return overlap
+
+
 def set_agent_params(agent, restored, where: str) -> None:
     """Puts restored params into the agent, checking they fit the model (count and shapes) and, where the
     checkpoint's run recorded it, that the agent reads text with the same vocabulary."""

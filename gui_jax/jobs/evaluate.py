@@ -34,7 +34,8 @@ def run(config, workdir: str) -> None:
     if ckpt_dir:
         params, step = common.load_stage_params(ckpt_dir)
         common.set_agent_params(agent, params, ckpt_dir)
-        source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step)}
+        source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step),
+                  "held_out_vs_checkpoint": common.report_checkpoint_overlap(ckpt_dir, test_tasks, "the checkpoint")}
         print(f"evaluating checkpoint {os.path.abspath(ckpt_dir)} step {step}")
     elif hf_dir:
         source = {"kind": "huggingface", "path": os.path.abspath(hf_dir), "step": None}

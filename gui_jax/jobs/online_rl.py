@@ -18,7 +18,7 @@ import json
 import os
 
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
-from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params, start_training_overlap
+from gui_jax.jobs.common import load_stage_params, overlap_line, prepare, report_checkpoint_overlap, set_agent_params
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
@@ -120,23 +120,6 @@ def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> None
     train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
 
 
-def overlap_line(overlap) -> str:
-    if overlap is None:
-        return ("the start checkpoint's run recorded no data split (no config.json): whether the held-out tasks "
-                "were in its training data is unknown")
-    return (f"{overlap['shared']} of {overlap['test_tasks']} held-out tasks share an instance with the training "
-            f"split of the start checkpoint's run ({overlap['start_run']})")
-
-
-def report_start_overlap(checkpoint_dir: str, test_tasks) -> dict:
-    """start_training_overlap, printed (a warning when some held-out tasks were in the start's training split)."""
-    overlap = start_training_overlap(checkpoint_dir, test_tasks)
-    line = overlap_line(overlap)
-    print(("warning: " + line + ": they are held out from this run's training, not from the start's")
-          if overlap and overlap["shared"] else line)
-    return overlap
-
-
 def run(config, workdir: str) -> None:
     init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
     sides = () if init_ckpt else ("train",)
@@ -153,7 +136,7 @@ def run(config, workdir: str) -> None:
 
     reward_model = load_trajectory_rm(config, pcfg)  # before any work: a missing RM fails at once
     if init_ckpt:
-        results["held_out_vs_start"] = report_start_overlap(init_ckpt, test_tasks)
+        results["held_out_vs_start"] = report_checkpoint_overlap(init_ckpt, test_tasks)
         save()
     starting_point(agent, config, workdir, train_eps, pcfg, logger)
     start_params = agent.copy_params()

@@ -95,6 +95,8 @@ def test_evaluate_loads_latest_checkpoint_and_says_which(tmp_path, fake_suite, c
     assert f"evaluating checkpoint {tmp_path / 'stage' / 'checkpoints'} step 7" in out
     weights = json.loads((tmp_path / "work" / "eval.json").read_text())["weights"]
     assert weights["kind"] == "orbax" and weights["step"] == 7
+    # the checkpoint's run kept no config.json: the overlap of its training with these tasks is unknown, and said
+    assert weights["held_out_vs_checkpoint"] is None and "the checkpoint's run recorded no data split" in out
     for a, b in zip(fake_suite["params"], jax.tree.leaves(trained)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert fake_suite["episodes"] == 1
