@@ -63,6 +63,10 @@ def sft_block() -> ml_collections.ConfigDict:
         "grounding_instruction": "Tap on '{label}'.",
         "prompt_loss_weight": 0.0,    # w · next-token loss on prompt tokens (0: response tokens only)
         "group_by_length": False,     # batches of similar prompt length (less padding to the longest row)
+        # synthetic copy / recall steps before SFT from scratch (train/copy_warmup.py; 0 = none)
+        "copy_warmup_steps": 0,
+        "copy_warmup_batch": 32,
+        "copy_warmup_length": 96,
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })
 

@@ -5,6 +5,8 @@ Each training example is one step of an expert episode, prompted with the expert
 """
 from __future__ import annotations
 
+import os
+
 from typing import Optional, Sequence
 
 import jax
@@ -129,6 +131,10 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
         pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
                                  shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
     data_iter = iter(pipeline)
+    from gui_jax.train.copy_warmup import maybe_copy_warmup
+    ckpt_dir = os.path.join(workdir, "checkpoints")  # a stage with a step folder there resumes from it
+    resuming = os.path.isdir(ckpt_dir) and any(n.isdigit() for n in os.listdir(ckpt_dir))
+    warm = maybe_copy_warmup(agent, cfg, resuming=resuming, logger=logger)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
                                weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                total_steps=cfg.num_steps, schedule=cfg.get("schedule", "constant"))
@@ -139,4 +145,4 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
                 checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"),
                 packing=bool(cfg.get("packing", False)), row_length=cfg.get("row_length") or None)
     agent.set_params(state.params)
-    return {"steps": state.step, "examples": len(source)}
+    return {"steps": state.step, "examples": len(source), **({"copy_warmup": warm} if warm else {})}
