@@ -62,6 +62,7 @@ def sft_block() -> ml_collections.ConfigDict:
         "grounding_fraction": 0.0,    # share of SFT items that are "Tap on '<label>'" → element (UI text prompts)
         "grounding_instruction": "Tap on '{label}'.",
         "prompt_loss_weight": 0.0,    # w · next-token loss on prompt tokens (0: response tokens only)
+        "prompt_loss_chunk": 1024,    # prompt positions per LM-head call in that loss (0 = all at once)
         "group_by_length": False,     # batches of similar prompt length (less padding to the longest row)
         # synthetic copy / recall steps before SFT from scratch (train/copy_warmup.py; 0 = none)
         "copy_warmup_steps": 0,

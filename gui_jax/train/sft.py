@@ -84,7 +84,32 @@ def prompt_targets(batch: dict, image_token_id: int) -> jax.Array:
     return keep.astype(jnp.float32)
 
 
-def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0):
+def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights: jax.Array,
+                           chunk: int = 0) -> jax.Array:
+    """Σ weights[b, j] · −log p(ids[b, j+1] | hidden[b, j]) over all j. hidden [B, L, H]; ids [B, L];
+    weights [B, L-1]. chunk > 0: the LM head runs on `chunk` positions at a time under remat, so neither
+    pass holds more than [B, chunk, V] logits (a 152k vocabulary over a 12k-token prompt would be 3.6 GB
+    per row in bf16); 0 = all positions at once."""
+    h, y, w = hidden[:, :-1], jnp.asarray(ids)[:, 1:], weights
+
+    def part(h_c, y_c, w_c):
+        lp = jax.nn.log_softmax(logits_fn(h_c).astype(jnp.float32), axis=-1)
+        return -(jnp.take_along_axis(lp, y_c[..., None], axis=-1)[..., 0] * w_c).sum()
+
+    n = h.shape[1]
+    if chunk <= 0 or chunk >= n:
+        return part(h, y, w)
+    pad = -n % chunk                      # zero-weight padding to a whole number of chunks
+    h = jnp.pad(h, ((0, 0), (0, pad), (0, 0)))
+    y, w = jnp.pad(y, ((0, 0), (0, pad))), jnp.pad(w, ((0, 0), (0, pad)))
+    k = (n + pad) // chunk
+    split = lambda x: jnp.moveaxis(x.reshape(x.shape[0], k, chunk, *x.shape[2:]), 1, 0)
+    step = jax.checkpoint(lambda acc, xs: (acc + part(*xs), None))
+    total, _ = jax.lax.scan(step, jnp.zeros((), jnp.float32), (split(h), split(y), split(w)))
+    return total
+
+
+def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
     the model dense copy targets (e.g. the goal repeated after the screen), not just one action."""
@@ -103,9 +128,8 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0):
         metrics = {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
         if prompt_loss_weight > 0:
             keep = prompt_targets(batch, model.cfg.image_token_id)
-            lp = jax.nn.log_softmax(model.logits_from_hidden(hidden[:, :-1]), axis=-1)
-            nll = -jnp.take_along_axis(lp, jnp.asarray(batch["input_ids"])[:, 1:, None], axis=-1)[..., 0]
-            prompt_sum = (nll * keep).sum()
+            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, hidden, batch["input_ids"], keep,
+                                                prompt_loss_chunk)
             total = total + prompt_loss_weight * prompt_sum
             metrics["prompt_nll"] = prompt_sum / jnp.maximum(keep.sum(), 1.0)
         return total, n, metrics
@@ -138,7 +162,8 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps,
                                weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                total_steps=cfg.num_steps, schedule=cfg.get("schedule", "constant"))
-    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.get("prompt_loss_weight", 0.0))), optimizer,
+    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.get("prompt_loss_weight", 0.0)),
+                                  int(cfg.get("prompt_loss_chunk", 0))), optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,

@@ -68,3 +68,24 @@ def test_loss_equals_hand_sum(agent, packing, w):
     assert float(n) == want_n
     np.testing.assert_allclose(float(total), want, rtol=2e-5)
     assert ("prompt_nll" in metrics) == (w > 0)
+
+
+@pytest.mark.parametrize("packing", [False, True])
+def test_chunked_prompt_loss_equals_one_pass_with_its_gradients(agent, packing):
+    """prompt_loss_chunk splits the LM head over positions (remat per chunk): the same loss and gradients
+    as one pass, with a chunk that does not divide the row (7) and one longer than it."""
+    samples = _samples()
+    batch = build_batch(samples, agent.model_config, pad_id=agent.tokenizer.pad_id, packing=packing,
+                        row_length=64 if packing else None)
+
+    def value_and_grad(chunk):
+        f = sft_loss_fn(agent.graphdef, agent.rest, 0.25, chunk)
+        return jax.value_and_grad(lambda p: f(p, batch, None)[0])(agent.params)
+
+    (ref, g_ref), want = value_and_grad(0), _hand(agent, samples, 0.25)[0]
+    np.testing.assert_allclose(float(ref), want, rtol=2e-5)
+    for chunk in (7, 1000):
+        val, g = value_and_grad(chunk)
+        np.testing.assert_allclose(float(val), float(ref), rtol=1e-6)
+        for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(g_ref)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
