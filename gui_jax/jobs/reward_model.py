@@ -81,7 +81,8 @@ def build_records(episodes: Sequence[Episode], rng, dcfg) -> list[de.RewardRecor
         others = [o for o in by_app.get(ep.app, []) if o.goal != ep.goal and de.working_steps(o) > 1]
         n_sub = int(dcfg.get("substitutions", 1)) if dcfg.substitution else 0
         # one substitution draws as it always did, so the default records stay the same
-        picks = [rng.integers(len(others))] if n_sub == 1 and others else rng.permutation(len(others))[:n_sub]
+        picks = ([] if not others or n_sub == 0 else [rng.integers(len(others))] if n_sub == 1
+                 else rng.permutation(len(others))[:n_sub])
         for k in picks:
             o = others[int(k)]
             recs += de.substitution_records(ep, o, int(rng.integers(1, w)) if w > 1 else 0,
