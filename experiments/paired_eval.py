@@ -103,6 +103,7 @@ def main():
     args = ap.parse_args()
     sys.path.insert(0, ROOT)
     from gui_jax.jobs import literal_overrides, load_config
+    from gui_jax.jobs.common import overlap_line
 
     stages = parse_pairs(args.stage, "--stage")
     over = literal_overrides(args.set)
@@ -127,7 +128,6 @@ def main():
     lines = [f"Command: `{command}`", "", f"Online SR on {n_tasks} held-out tasks ({how}); each stage "
              "against the first, paired by task (a task gained or lost = its success rate rose or fell).", ""]
     lines += TABLE_HEADER + table_rows(results, tests)
-    from gui_jax.jobs.common import overlap_line
     lines += [""] + [overlap_line(r["held_out_vs_checkpoint"], f"stage {k}") for k, r in results.items()]
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -453,6 +453,19 @@ def report_checkpoint_overlap(checkpoint_dir: str, test_tasks, what: str = "the 
     return overlap
 
 
+def checkpoint_overlaps(test_tasks, **checkpoint_dirs: str) -> dict:
+    """{"held_out_vs_<name>": start_training_overlap} for each non-empty checkpoint folder (a policy or RM
+    trained by another run, whose split may hold some of these held-out tasks), each reported as it is read."""
+    return {f"held_out_vs_{name}": report_checkpoint_overlap(d, test_tasks, f"the {name.replace('_', ' ')} checkpoint")
+            for name, d in checkpoint_dirs.items() if d}
+
+
+def overlap_lines(out: dict) -> str:
+    """overlap_line for each "held_out_vs_<name>" entry of a results dict, one per line."""
+    return "".join(overlap_line(v, f"the {k.removeprefix('held_out_vs_').replace('_', ' ')} checkpoint") + "\n"
+                   for k, v in out.items() if k.startswith("held_out_vs_"))
+
+
 def set_agent_params(agent, restored, where: str) -> None:
     """Puts restored params into the agent, checking they fit the model (count and shapes) and, where the
     checkpoint's run recorded it, that the agent reads text with the same vocabulary."""

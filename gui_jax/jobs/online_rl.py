@@ -18,7 +18,7 @@ import json
 import os
 
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
-from gui_jax.jobs.common import load_stage_params, overlap_line, prepare, report_checkpoint_overlap, set_agent_params
+from gui_jax.jobs.common import checkpoint_overlaps, load_stage_params, overlap_lines, prepare, set_agent_params
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
@@ -136,7 +136,7 @@ def run(config, workdir: str) -> None:
 
     reward_model = load_trajectory_rm(config, pcfg)  # before any work: a missing RM fails at once
     if init_ckpt:
-        results["held_out_vs_start"] = report_checkpoint_overlap(init_ckpt, test_tasks)
+        results.update(checkpoint_overlaps(test_tasks, start=init_ckpt))  # "held_out_vs_start"
         save()
     starting_point(agent, config, workdir, train_eps, pcfg, logger)
     start_params = agent.copy_params()
@@ -156,6 +156,5 @@ def run(config, workdir: str) -> None:
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(table + f"\n\ngreedy online SR on {len(test_tasks)} held-out tasks; Wilson 95 % intervals over "
                         "completed episodes; p = exact McNemar on tasks completed in both\n")
-        if init_ckpt:
-            f.write(overlap_line(results.get("held_out_vs_start")) + "\n")
+        f.write(overlap_lines(results))
     print("\n" + table)

@@ -32,9 +32,8 @@ from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.jobs import common
-from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, checkpoint_overlaps,
-                                       load_policy, load_reward_model, overlap_lines, policy_proposer,
-                                       rm_step_scorer, sim_factory)
+from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, load_policy,
+                                       load_reward_model, policy_proposer, rm_step_scorer, sim_factory)
 from gui_jax.rewards.search import beam_search
 
 SYNTH_KEY = "synth.json"
@@ -215,7 +214,7 @@ def write_results(workdir: str, rounds: int, extra: dict) -> dict:
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out PhoneSim tasks\n\n{table}\n\n"
                 "online SR: greedy; [lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired with "
-                "round 0 on the same tasks\n" + overlap_lines(out))
+                "round 0 on the same tasks\n" + common.overlap_lines(out))
     print(table)
     return out
 
@@ -244,7 +243,7 @@ def run(config, workdir: str) -> None:
                        and _sft_done(os.path.join(rdir[r], "sft"), si.sft.num_steps)))
     start = next((r for r in range(R + 1) if not complete(r)), None)
     t0 = time.time()
-    extra = {"profile": {}, **checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
+    extra = {"profile": {}, **common.checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
                                                    reward_model=si.get("rm_checkpoint_dir", ""))}
     if start is not None:
         pcfg, rcfg = rm_configs(config)

@@ -252,19 +252,6 @@ def format_results(summary: dict, reference: int = 1) -> str:
     return "\n".join(lines)
 
 
-def checkpoint_overlaps(test_tasks, **checkpoint_dirs: str) -> dict:
-    """{"held_out_vs_<name>": start_training_overlap} for each non-empty checkpoint folder (a policy or RM
-    trained by another run, whose split may hold some of these held-out tasks), each reported as it is read."""
-    return {f"held_out_vs_{name}": common.report_checkpoint_overlap(d, test_tasks, f"the {name.replace('_', ' ')} "
-                                                                                    "checkpoint")
-            for name, d in checkpoint_dirs.items() if d}
-
-
-def overlap_lines(out: dict) -> str:
-    return "".join(common.overlap_line(v, f"the {k.removeprefix('held_out_vs_').replace('_', ' ')} checkpoint") + "\n"
-                   for k, v in out.items() if k.startswith("held_out_vs_"))
-
-
 def write_results(summary: dict, workdir: str, extra: Optional[dict] = None, title: str = "") -> dict:
     out = {**summary, **(extra or {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
@@ -274,7 +261,7 @@ def write_results(summary: dict, workdir: str, extra: Optional[dict] = None, tit
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# {title or 'Best-of-n verifier'} on {n_tasks} held-out PhoneSim tasks\n\n{table}\n\n"
                 f"[lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired on the same tasks\n"
-                + overlap_lines(out))
+                + common.overlap_lines(out))
     print(table)
     return out
 
@@ -292,7 +279,7 @@ def run(config, workdir: str) -> None:
                        f"data.test_seed_range={tuple(d.test_seed_range)})")
     policy, policy_source = load_policy(config, v.policy_checkpoint_dir, "verifier.policy_checkpoint_dir")
     rm, rm_source = load_reward_model(config, "verifier")
-    overlaps = checkpoint_overlaps(test_tasks, policy=v.policy_checkpoint_dir,
+    overlaps = common.checkpoint_overlaps(test_tasks, policy=v.policy_checkpoint_dir,
                                    reward_model=v.get("rm_checkpoint_dir", ""))
     pcfg, rcfg = rm_configs(config)
     render = pcfg.observation in ("screenshot", "both")

@@ -22,6 +22,8 @@ import numpy as np
 import optax
 from flax import nnx
 
+from gui_jax.train.state import make_optimizer
+
 
 def token_pool(model_cfg, first: int = 300) -> np.ndarray:
     """Ordinary token ids: above the byte pieces and below the first special token of the model."""
@@ -66,7 +68,7 @@ def copy_warmup(agent, steps: int, *, batch: int = 32, length: int = 96, learnin
     ordinary token); returns the look-back accuracy on a fresh batch before and after, and the wall time."""
     pool = token_pool(agent.model().cfg) if pool is None else np.asarray(pool)
     graphdef, rest = agent.graphdef, agent.rest
-    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(learning_rate))
+    opt = make_optimizer(learning_rate, weight_decay=1e-4)  # clip 1.0 + AdamW, optax's default decay
 
     def nll_acc(params, ids, tgt):  # mean NLL and accuracy over the look-back targets
         logits = nnx.merge(graphdef, params, rest)(ids).logits[:, :-1].astype(jnp.float32)

@@ -18,6 +18,7 @@ from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online import expert_element
+from gui_jax.train.copy_warmup import maybe_copy_warmup
 from gui_jax.train.fit import fit
 from gui_jax.train.grounding import grounding_instruction, sample_grounding
 from gui_jax.train.logger import MetricsLogger
@@ -155,7 +156,6 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
         pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0,
                                  shard_count=1, batch_fn=list_batch, num_threads=0, drop_remainder=False)
     data_iter = iter(pipeline)
-    from gui_jax.train.copy_warmup import maybe_copy_warmup
     ckpt_dir = os.path.join(workdir, "checkpoints")  # a stage with a step folder there resumes from it
     resuming = os.path.isdir(ckpt_dir) and any(n.isdigit() for n in os.listdir(ckpt_dir))
     warm = maybe_copy_warmup(agent, cfg, resuming=resuming, logger=logger)

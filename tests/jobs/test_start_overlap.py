@@ -1,7 +1,7 @@
 """Held-out tasks that the start checkpoint's run trained on are counted and reported, not ignored."""
 import json
 
-from gui_jax.jobs.common import overlap_line, report_checkpoint_overlap, start_training_overlap
+from gui_jax.jobs.common import checkpoint_overlaps, overlap_line, report_checkpoint_overlap, start_training_overlap
 from gui_jax.tasks.splits import make_split
 
 TEMPLATES = ("music.play", "clock.alarm_toggle")
@@ -44,7 +44,7 @@ def test_verifier_and_self_improve_report_overlap_for_each_checkpoint(tmp_path, 
     tasks = list(start.train[:2]) + list(start.test[:3])
     bare = tmp_path / "bare" / "rm" / "checkpoints"
     bare.mkdir(parents=True)
-    out = ve.checkpoint_overlaps(tasks, policy=ckpt, reward_model=str(bare), other="")
+    out = checkpoint_overlaps(tasks, policy=ckpt, reward_model=str(bare), other="")
     assert list(out) == ["held_out_vs_policy", "held_out_vs_reward_model"]        # "" = no checkpoint
     assert out["held_out_vs_policy"]["shared"] == 2 and out["held_out_vs_reward_model"] is None
     printed = capsys.readouterr().out
