@@ -49,6 +49,10 @@ TINY_SPECIAL_IDS: dict[str, int] = {t: TINY_BASE_VOCAB + i for i, t in enumerate
 TINY_SP_MODEL_PATH = os.path.join(os.path.dirname(__file__), "assets", "tiny_sp.model")
 # The same corpus plus PhoneSim's goals and UI lines (built by gui_jax/rl/phonesim_vocab.py)
 TINY_PHONESIM_SP_MODEL_PATH = os.path.join(os.path.dirname(__file__), "assets", "tiny_phonesim_sp.model")
+TINY_PHONESIM_NUM_SP_MODEL_PATH = os.path.join(os.path.dirname(__file__), "assets", "tiny_phonesim_num_sp.model")
+# "00".."99" as single pieces (the `tiny_phonesim_num` vocabulary): element indices and clock times
+# become one token per two digits instead of one per digit.
+TWO_DIGIT_NUMBERS: tuple[str, ...] = tuple(f"{i:02d}" for i in range(100))
 
 # Role -> token text; every tokenizer must resolve all of these to single ids.
 SPECIAL_ROLES: dict[str, str] = {
@@ -363,13 +367,14 @@ def tiny_tokenizer(path: str = TINY_SP_MODEL_PATH) -> SentencePieceTokenizer:
 
 
 def train_sentencepiece(
-    lines: Iterable[str], vocab_size: int = TINY_VOCAB_SIZE, model_type: str = "bpe", seed: int = 0
+    lines: Iterable[str], vocab_size: int = TINY_VOCAB_SIZE, model_type: str = "bpe", seed: int = 0,
+    extra_symbols: Sequence[str] = (),
 ) -> bytes:
     """Train the tiny vocabulary deterministically (single thread, fixed seed, input order kept).
 
     Returns the serialised model with the 22 Qwen2.5 specials moved to the last 22 ids (Qwen order).
-    Specials and TINY_EXTRA_SYMBOLS are user_defined_symbols (always single ids), digits are split
-    one per piece, unknown characters fall back to bytes, and the identity normaliser with no dummy
+    Specials, TINY_EXTRA_SYMBOLS and `extra_symbols` are user_defined_symbols (always single ids,
+    matched longest first), other digits are split one per piece, unknown characters fall back to bytes, and the identity normaliser with no dummy
     prefix keeps every character (so decoding round-trips).
     """
     import sentencepiece as spm
@@ -381,7 +386,7 @@ def train_sentencepiece(
         model_writer=out,
         model_type=model_type,
         vocab_size=vocab_size,
-        user_defined_symbols=list(TINY_EXTRA_SYMBOLS) + list(QWEN25_SPECIAL_TOKENS),
+        user_defined_symbols=list(TINY_EXTRA_SYMBOLS) + list(extra_symbols) + list(QWEN25_SPECIAL_TOKENS),
         unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
         byte_fallback=True,
         split_digits=True,

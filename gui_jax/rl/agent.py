@@ -25,7 +25,7 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.models.tokenizer import (TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, SentencePieceTokenizer,
+from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, SentencePieceTokenizer,
                                       qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
 
@@ -35,6 +35,8 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
         return tiny_tokenizer()
     if name == "tiny_phonesim":
         return tiny_tokenizer(TINY_PHONESIM_SP_MODEL_PATH)
+    if name == "tiny_phonesim_num":
+        return tiny_tokenizer(TINY_PHONESIM_NUM_SP_MODEL_PATH)
     if name == "qwen25":
         return qwen25_tokenizer()
     if name == "auto":
@@ -48,7 +50,7 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
         if name.endswith(".model"):
             return SentencePieceTokenizer.from_file(name)
         return HFTokenizer.from_file(name)
-    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'qwen25', 'auto', a tokenizer.json "
+    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'tiny_phonesim_num', 'qwen25', 'auto', a tokenizer.json "
                      f"path or a SentencePiece .model path")
 
 

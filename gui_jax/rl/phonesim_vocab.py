@@ -10,6 +10,13 @@ Digits stay one per piece. Test-range seeds (≥ 1000 in the shipped configs) ar
 vocabulary covers the simulator's word lists, not held-out instances.
 
     python -m gui_jax.rl.phonesim_vocab --out gui_jax/models/assets/tiny_phonesim_sp.model
+
+`--numbers` builds the `tiny_phonesim_num` variant: the same corpus with "00".."99" as single pieces,
+so an element index ("[11]") or an hour ("08:30" → '08' ':' '30') is one token per two digits. The
+look-up a click needs (goal words → the line → its index) then ends in copying one token, not a digit
+sequence. Text and parsing are unchanged; only the token boundaries move.
+
+    python -m gui_jax.rl.phonesim_vocab --numbers --out gui_jax/models/assets/tiny_phonesim_num_sp.model
 """
 from __future__ import annotations
 
@@ -47,22 +54,26 @@ def phonesim_text_lines(seeds: Iterable[int], templates: Optional[Iterable[str]]
     return [line for line in seen if line]
 
 
-def train_phonesim_vocab(seeds: Iterable[int] = range(20), corpus_seed: int = 0, n_examples: int = 6000) -> bytes:
-    """The serialised SentencePiece model: the generic tiny corpus followed by PhoneSim's lines."""
-    from gui_jax.models.tokenizer import train_sentencepiece
+def train_phonesim_vocab(seeds: Iterable[int] = range(20), corpus_seed: int = 0, n_examples: int = 6000,
+                         numbers: bool = False) -> bytes:
+    """The serialised SentencePiece model: the generic tiny corpus followed by PhoneSim's lines
+    (`numbers`: with "00".."99" as single pieces)."""
+    from gui_jax.models.tokenizer import TWO_DIGIT_NUMBERS, train_sentencepiece
     from gui_jax.models.tokenizer_corpus import corpus_lines
-    return train_sentencepiece(corpus_lines(corpus_seed, n_examples, phonesim_text_lines(seeds)), seed=corpus_seed)
+    return train_sentencepiece(corpus_lines(corpus_seed, n_examples, phonesim_text_lines(seeds)), seed=corpus_seed,
+                               extra_symbols=TWO_DIGIT_NUMBERS if numbers else ())
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="where to write the SentencePiece .model")
     ap.add_argument("--seeds", type=int, default=20, help="PhoneSim seeds 0..N-1 of every template")
+    ap.add_argument("--numbers", action="store_true", help='"00".."99" as single pieces (tiny_phonesim_num)')
     args = ap.parse_args(argv)
     if not 0 < args.seeds < 1000:
         raise SystemExit(f"--seeds must be in 1..999 (test-range seeds start at 1000), got {args.seeds}")
     from gui_jax.models.tokenizer import SentencePieceTokenizer
-    proto = train_phonesim_vocab(range(args.seeds))
+    proto = train_phonesim_vocab(range(args.seeds), numbers=args.numbers)
     with open(args.out, "wb") as f:
         f.write(proto)
     print(f"wrote {args.out}: {len(proto)} bytes, vocab {SentencePieceTokenizer(proto).vocab_size}")

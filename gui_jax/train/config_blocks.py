@@ -11,7 +11,7 @@ def model_block(preset: str = "tiny") -> ml_collections.ConfigDict:
         "num_hidden_layers": 0,      # >0 overrides the preset's text depth
         "intermediate_size": 0,      # >0 overrides the preset's text MLP width
         "vision_depth": 0,           # >0 overrides the preset's vision depth
-        "tokenizer": "auto",         # auto | tiny | tiny_phonesim | qwen25 | tokenizer.json or SentencePiece .model path
+        "tokenizer": "auto",         # auto | tiny | tiny_phonesim | tiny_phonesim_num | qwen25 | tokenizer.json or SentencePiece .model path
         "min_pixels": 56 * 56,
         "max_pixels": 28 * 28 * 1280,
         "max_new_tokens": 48,

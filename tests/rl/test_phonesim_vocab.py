@@ -46,3 +46,22 @@ def test_tokenizer_names_and_paths():
         load_tokenizer("nope")
     with pytest.raises(SystemExit, match="--seeds must be in 1..999"):
         main(["--out", "x.model", "--seeds", "1000"])
+
+
+def test_number_vocabulary_is_reproducible_and_makes_two_digits_one_piece(tmp_path):
+    from gui_jax.models.tokenizer import TINY_PHONESIM_NUM_SP_MODEL_PATH
+    with open(TINY_PHONESIM_NUM_SP_MODEL_PATH, "rb") as f:
+        shipped = f.read()
+    out = tmp_path / "n.model"
+    main(["--out", str(out), "--seeds", "20", "--numbers"])
+    assert out.read_bytes() == shipped
+    num, plain = load_tokenizer("tiny_phonesim_num"), load_tokenizer("tiny_phonesim")
+    assert num.vocab_size == plain.vocab_size and num.image_pad_id == plain.image_pad_id  # same model shapes
+    line = "[11] click,check,on; 08:30 Call mom ON"
+    assert [num.decode([i]) for i in num.encode(line)] == [
+        "[", "11", "]", " click", ",", "check", ",", "on", ";", " ", "08", ":", "30", " Call", " mom", " ON"]
+    assert [plain.decode([i]) for i in plain.encode("[11]")] == ["[", "1", "1", "]"]
+    # longest match first, odd digit counts end in a single digit; every string round-trips
+    for text in ["123", "2026-03-16", '{"action": "click", "element": 7}', "x9y"]:
+        assert num.decode(num.encode(text)) == text
+    assert [num.decode([i]) for i in num.encode("12345")] == ["12", "34", "5"]
