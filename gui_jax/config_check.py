@@ -19,7 +19,7 @@ SIDES = ("train", "test")
 DIFFICULTIES = ("easy", "medium", "hard")                          # envs/sim/templates/base.py
 PRESETS = ("tiny", "3b", "7b", "32b", "72b")                       # models/qwen2_5_vl/config.py
 DIALECTS = ("ui_s1", "uitars", "mobilerl", "ui_genie")             # core/dialects.py
-TOKENIZERS = ("auto", "tiny", "tiny_phonesim", "tiny_phonesim_num", "qwen25")         # rl/agent.py load_tokenizer (or a path)
+TOKENIZERS = ("auto", "tiny", "tiny_phonesim", "tiny_phonesim_num", "qwen25")  # rl/agent.py load_tokenizer (or a path)
 OBSERVATIONS = ("screenshot", "ui_text", "both")                   # rl/prompting.py OBSERVATION_MODES
 TARGETS = ("coordinate", "element", "text")                          # rl/prompting.py PromptConfig.target
 PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")     # rl/semi_online.py
@@ -262,7 +262,8 @@ MODEL = {
     "num_hidden_layers": integer("> 0 overrides the preset's text depth", 0),
     "intermediate_size": integer("> 0 overrides the preset's text MLP width", 0),
     "vision_depth": integer("> 0 overrides the preset's vision depth", 0),
-    "tokenizer": tokenizer_rule("tokenizer: auto | tiny | tiny_phonesim | tiny_phonesim_num | qwen25 | tokenizer.json or .model path"),
+    "tokenizer": tokenizer_rule("tokenizer: auto | tiny | tiny_phonesim | tiny_phonesim_num | qwen25 | "
+                                "tokenizer.json or .model path"),
     "min_pixels": integer("image processor: fewest pixels per screenshot", 1),
     "max_pixels": integer("image processor: most pixels per screenshot", 1),
     "max_new_tokens": integer("longest sampled response (tokens)", 1),

@@ -374,8 +374,9 @@ def train_sentencepiece(
 
     Returns the serialised model with the 22 Qwen2.5 specials moved to the last 22 ids (Qwen order).
     Specials, TINY_EXTRA_SYMBOLS and `extra_symbols` are user_defined_symbols (always single ids,
-    matched longest first), other digits are split one per piece, unknown characters fall back to bytes, and the identity normaliser with no dummy
-    prefix keeps every character (so decoding round-trips).
+    matched longest first), other digits are split one per piece, unknown characters fall back to
+    bytes, and the identity normaliser with no dummy prefix keeps every character (so decoding
+    round-trips).
     """
     import sentencepiece as spm
 

@@ -25,8 +25,8 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer, SentencePieceTokenizer,
-                                      qwen25_tokenizer, tiny_tokenizer)
+from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer,
+                                      SentencePieceTokenizer, qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
 
 
@@ -50,8 +50,8 @@ def load_tokenizer(name: str, checkpoint: Optional[str] = None):
         if name.endswith(".model"):
             return SentencePieceTokenizer.from_file(name)
         return HFTokenizer.from_file(name)
-    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'tiny_phonesim_num', 'qwen25', 'auto', a tokenizer.json "
-                     f"path or a SentencePiece .model path")
+    raise ValueError(f"unknown tokenizer {name!r}: use 'tiny', 'tiny_phonesim', 'tiny_phonesim_num', 'qwen25', 'auto', "
+                     f"a tokenizer.json path or a SentencePiece .model path")
 
 
 def vocabulary_name(tokenizer: str, preset: str, checkpoint: str = "") -> Optional[str]:
