@@ -22,6 +22,16 @@ def answer_step(ep) -> int:
     return steps[0]
 
 
+def answer_text(response: str, dialect: str) -> str:
+    """The answer a response gives, through the project's parser ("" if it does not parse or is no answer)."""
+    from gui_jax.core.dialects import ActionParseError, parse_response
+    try:
+        _, action = parse_response(response, dialect)
+    except ActionParseError:
+        return ""
+    return (action.text or "") if action.type == "answer" else ""
+
+
 def main(argv):
     from gui_jax.jobs import literal_overrides, load_config
     from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
@@ -45,7 +55,7 @@ def main(argv):
             t = answer_step(ep)
             prompts.append(build_messages(ep.goal, expert_history(ep, t, pcfg), ep.observations[t], pcfg))
             gold.append(ep.actions[t].text)
-        outs = [g.text.split('"text": "')[-1].split('"')[0] for g in agent.policy.generate(prompts, temperature=0.0, seed=0)]
+        outs = [answer_text(g.text, pcfg.dialect) for g in agent.policy.generate(prompts, temperature=0.0, seed=0)]
         print(json.dumps({
             "side": side, "step": int(step), "n": len(gold), "exact": sum(o == g for o, g in zip(outs, gold)),
             "distinct_outputs": len(set(outs)), "most_common": collections.Counter(outs).most_common(3),

@@ -25,18 +25,19 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, HFTokenizer,
-                                      SentencePieceTokenizer, qwen25_tokenizer, tiny_tokenizer)
+from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, TINY_SP_MODEL_PATH,
+                                      HFTokenizer, SentencePieceTokenizer, qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
 
 
+# the shipped tiny SentencePiece vocabularies, by config name
+TINY_VOCABULARIES = {"tiny": TINY_SP_MODEL_PATH, "tiny_phonesim": TINY_PHONESIM_SP_MODEL_PATH,
+                     "tiny_phonesim_num": TINY_PHONESIM_NUM_SP_MODEL_PATH}
+
+
 def load_tokenizer(name: str, checkpoint: Optional[str] = None):
-    if name == "tiny":
-        return tiny_tokenizer()
-    if name == "tiny_phonesim":
-        return tiny_tokenizer(TINY_PHONESIM_SP_MODEL_PATH)
-    if name == "tiny_phonesim_num":
-        return tiny_tokenizer(TINY_PHONESIM_NUM_SP_MODEL_PATH)
+    if name in TINY_VOCABULARIES:
+        return tiny_tokenizer(TINY_VOCABULARIES[name])
     if name == "qwen25":
         return qwen25_tokenizer()
     if name == "auto":
