@@ -8,7 +8,9 @@ untrained). Class balancing (`balance`), by (kind, label) group so outcome and s
   sample:   every group is repeated (cyclically) to the size of the largest group, weights 1;
   none:     the data as built.
 Loss per micro-batch: Σ_rows w · nll(label) over valid rows / #rows (`over` = 'vocab': LM cross-entropy
-over the whole vocabulary; 'pair': binary cross-entropy over the two label logits). Resumable through
+over the whole vocabulary; 'pair': binary cross-entropy over the two label logits), plus
+`prompt_loss_weight` · Σ next-token nll over the prompt tokens (0 by default; the same dense copy signal as
+SFT's, so the RM learns to match the goal's words against the screen's). Resumable through
 train/fit.py (params, optimizer, step, rng and the Grain iterator state are checkpointed).
 """
 from __future__ import annotations
@@ -23,9 +25,10 @@ from gui_jax.data.pipeline import list_batch, make_pipeline
 from gui_jax.models.heads import label_token_nll
 from gui_jax.rewards.data_engine import RewardRecord
 from gui_jax.rewards.reward_model import RewardModelConfig, label_ids, label_logits, rm_sample
-from gui_jax.rl.batch import TrainSample
+from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import fit
+from gui_jax.train.sft import chunked_next_token_nll, prompt_targets
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.state import Updater, make_optimizer
 
@@ -72,11 +75,17 @@ class RewardSource:
                          rationale=str(r.info.get("rationale", "")), weight=self.weights[i])
 
 
-def rm_loss_fn(graphdef, rest, pos_id: int, neg_id: int, over: str = "vocab"):
-    """(Σ w·nll(label), #records, metrics) for one micro-batch of `rm_sample` rows."""
+def rm_loss_fn(graphdef, rest, pos_id: int, neg_id: int, over: str = "vocab", prompt_loss_weight: float = 0.0,
+               prompt_loss_chunk: int = 0):
+    """(Σ w·nll(label) + prompt_loss_weight·Σ prompt nll, #records, metrics) for one micro-batch of
+    `rm_sample` rows."""
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
-        logits = label_logits(model, batch)                                      # [B, V]
+        if prompt_loss_weight > 0:
+            _, target_logits, hidden = model_forward_logprobs(model, batch, with_hidden=True)
+            logits = target_logits[:, 0]                                         # [B, V]
+        else:
+            logits = label_logits(model, batch)                                  # [B, V]
         at = batch["target_positions"][:, :1]                                    # [B, 1] label position
         target = jnp.take_along_axis(batch["input_ids"], at, axis=1)[:, 0]       # [B]
         weight = jnp.take_along_axis(batch["advantages"], at, axis=1)[:, 0]      # [B]
@@ -85,7 +94,15 @@ def rm_loss_fn(graphdef, rest, pos_id: int, neg_id: int, over: str = "vocab"):
         nll = label_token_nll(logits, labels, pos_id, neg_id, over)
         d = logits[:, pos_id].astype(jnp.float32) - logits[:, neg_id].astype(jnp.float32)
         correct = ((d > 0) == labels).astype(jnp.float32) * valid
-        return (nll * weight * valid).sum(), valid.sum(), {"label_acc": (correct.sum(), valid.sum())}
+        total = (nll * weight * valid).sum()
+        metrics = {"label_acc": (correct.sum(), valid.sum())}
+        if prompt_loss_weight > 0:
+            keep = prompt_targets(batch, model.cfg.image_token_id)
+            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, hidden, batch["input_ids"], keep,
+                                                prompt_loss_chunk)
+            total = total + prompt_loss_weight * prompt_sum
+            metrics["prompt_nll"] = (prompt_sum, keep.sum())
+        return total, valid.sum(), metrics
     return loss
 
 
@@ -100,7 +117,8 @@ def train_reward_model(agent, records: Sequence[RewardRecord], episodes: Mapping
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                                max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps,
                                schedule=cfg.get("schedule", "constant"))
-    updater = Updater(rm_loss_fn(agent.graphdef, agent.rest, pos_id, neg_id, cfg.get("loss_over", "vocab")),
+    updater = Updater(rm_loss_fn(agent.graphdef, agent.rest, pos_id, neg_id, cfg.get("loss_over", "vocab"),
+                                 float(cfg.get("prompt_loss_weight", 0.0)), int(cfg.get("prompt_loss_chunk", 0))),
                       optimizer, compute_dtype=getattr(agent, "compute_dtype", None),
                       rules=getattr(agent, "rules", None))
     state = fit(agent, updater, iter(pipeline), num_steps=cfg.num_steps, workdir=workdir, logger=logger,

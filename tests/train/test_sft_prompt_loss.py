@@ -89,3 +89,25 @@ def test_chunked_prompt_loss_equals_one_pass_with_its_gradients(agent, packing):
         np.testing.assert_allclose(float(val), float(ref), rtol=1e-6)
         for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(g_ref)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.1])
+def test_reward_model_loss_adds_the_weighted_prompt_nll(agent, w):
+    """rm.train.prompt_loss_weight: Σ weight·nll(label) + w · Σ prompt next-token nll, by hand from the
+    full logits (the label is the one response token; its weight rides in `advantage`)."""
+    from gui_jax.train.reward_model import rm_loss_fn
+    pos_id, neg_id = 11, 12
+    rng = np.random.default_rng(1)
+    samples = [TrainSample(rng.integers(20, 300, p).astype(np.int32), np.asarray([lab], np.int32),
+                           advantage=wt) for p, lab, wt in ((7, pos_id, 0.5), (9, neg_id, 2.0))]
+    batch = build_batch(samples, agent.model_config, pad_id=agent.tokenizer.pad_id)
+    total, n, metrics = rm_loss_fn(agent.graphdef, agent.rest, pos_id, neg_id, "vocab", w)(agent.params, batch, None)
+    model, want = agent.model(), 0.0
+    for s in samples:
+        ids = np.concatenate([s.prompt_ids, s.response_ids])[None]
+        lp = np.asarray(jax.nn.log_softmax(model(jnp.asarray(ids)).logits.astype(jnp.float32), -1))[0]
+        nll = -lp[np.arange(ids.shape[1] - 1), ids[0, 1:]]
+        want += s.advantage * nll[-1] + w * nll[:-1].sum()
+    assert float(n) == 2.0
+    np.testing.assert_allclose(float(total), want, rtol=2e-5)
+    assert ("prompt_nll" in metrics) == (w > 0)
