@@ -126,7 +126,8 @@ def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict 
 def run(config, workdir: str) -> None:
     from gui_jax.rl.agent import Agent
     from gui_jax.train.logger import MetricsLogger
-    from gui_jax.train.reward_model import train_reward_model
+    from gui_jax.train.reward_model import check_rm_train_block, train_reward_model
+    check_rm_train_block(config.rm.train)  # before minutes of episode and record building
     _, _, train_eps, test_eps = common.prepare(config, workdir, sides=("train", "test"))
     rng = np.random.default_rng(config.rm.data.seed)
     train_recs = build_records(train_eps, rng, config.rm.data)

@@ -10,7 +10,7 @@ untrained). Class balancing (`balance`), by (kind, label) group so outcome and s
 Loss per micro-batch: Σ_rows w · nll(label) over valid rows / #rows (`over` = 'vocab': LM cross-entropy
 over the whole vocabulary; 'pair': binary cross-entropy over the two label logits), plus
 `prompt_loss_weight` · Σ next-token nll over the prompt tokens (0 by default; the same dense copy signal as
-SFT's, so the RM learns to match the goal's words against the screen's). Resumable through
+SFT's: a target at every prompt position, not one label per record). Resumable through
 train/fit.py (params, optimizer, step, rng and the Grain iterator state are checkpointed).
 """
 from __future__ import annotations
@@ -28,11 +28,21 @@ from gui_jax.rewards.reward_model import RewardModelConfig, label_ids, label_log
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import fit
-from gui_jax.train.sft import chunked_next_token_nll, prompt_targets
 from gui_jax.train.logger import MetricsLogger
+from gui_jax.train.sft import chunked_next_token_nll, prompt_targets
 from gui_jax.train.state import Updater, make_optimizer
 
 BALANCE_MODES = ("reweight", "sample", "none")
+# SFT options of the shared block that RM training does not implement, with their off values
+SFT_ONLY_OPTIONS = {"packing": False, "grounding_fraction": 0.0, "group_by_length": False, "copy_warmup_steps": 0}
+
+
+def check_rm_train_block(cfg) -> None:
+    """Refuses SFT-only options set on an RM training block: they would otherwise be silently ignored."""
+    on = [f"{k}={cfg.get(k)!r}" for k, off in SFT_ONLY_OPTIONS.items() if cfg.get(k, off) != off]
+    if on:
+        raise ValueError(f"rm.train: {', '.join(on)} are SFT options that reward-model training does not "
+                         f"implement; leave them at {SFT_ONLY_OPTIONS}")
 
 
 def balance_plan(records: Sequence[RewardRecord], mode: str) -> tuple[list[int], list[float]]:
@@ -110,6 +120,7 @@ def train_reward_model(agent, records: Sequence[RewardRecord], episodes: Mapping
                        pcfg: PromptConfig, rcfg: RewardModelConfig, cfg, *, workdir: str,
                        logger: Optional[MetricsLogger] = None, prefix: str = "rm") -> dict:
     """Trains agent.params in place on `records`. cfg: an sft-like block plus `balance` and `loss_over`."""
+    check_rm_train_block(cfg)
     pos_id, neg_id = label_ids(agent.tokenizer, rcfg)
     source = RewardSource(agent, records, episodes, pcfg, rcfg, balance=cfg.get("balance", "reweight"))
     pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
@@ -137,5 +148,5 @@ def reward_model_block():
     return c
 
 
-__all__ = ["BALANCE_MODES", "balance_plan", "RewardSource", "rm_loss_fn", "train_reward_model",
-           "reward_model_block"]
+__all__ = ["BALANCE_MODES", "SFT_ONLY_OPTIONS", "check_rm_train_block", "balance_plan", "RewardSource",
+           "rm_loss_fn", "train_reward_model", "reward_model_block"]

@@ -12,7 +12,7 @@ from gui_jax.rl.agent import Agent
 from gui_jax.rl.batch import build_batch
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.config_blocks import model_block
-from gui_jax.train.reward_model import balance_plan, reward_model_block, train_reward_model
+from gui_jax.train.reward_model import balance_plan, check_rm_train_block, reward_model_block, train_reward_model
 
 from support.fake_policy import make_episode
 
@@ -147,6 +147,19 @@ def test_balance_plans():
     assert len(idx) == 12 and sorted(idx).count(3) == 3 and set(w) == {1.0}
     with pytest.raises(ValueError, match="balance"):
         balance_plan(recs, "oversample")
+
+
+@pytest.mark.parametrize("option,value", [("packing", True), ("grounding_fraction", 0.2),
+                                          ("group_by_length", True), ("copy_warmup_steps", 100)])
+def test_rm_training_refuses_sft_only_options(option, value, tmp_path):
+    """An SFT option on the shared block that RM training does not implement is refused by name, before any
+    work (agent and records are never touched), instead of being silently ignored."""
+    cfg = reward_model_block()
+    cfg[option] = value
+    with pytest.raises(ValueError, match=f"rm.train: {option}={value!r}"):
+        train_reward_model(None, [], {}, PromptConfig(), RewardModelConfig(), cfg, workdir=str(tmp_path))
+    cfg[option] = reward_model_block()[option]
+    check_rm_train_block(cfg)  # the defaults pass
 
 
 def test_training_lowers_the_label_loss(data, tmp_path):
