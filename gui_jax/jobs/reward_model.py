@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 from absl import logging
 
+from gui_jax.config_check import RunError
 from gui_jax.core.types import Action, Episode
 from gui_jax.eval.reward_eval import collapse_warnings, evaluate_records, format_reward_table
 from gui_jax.jobs import common
@@ -127,7 +128,10 @@ def run(config, workdir: str) -> None:
     from gui_jax.rl.agent import Agent
     from gui_jax.train.logger import MetricsLogger
     from gui_jax.train.reward_model import check_rm_train_block, train_reward_model
-    check_rm_train_block(config.rm.train)  # before minutes of episode and record building
+    try:  # before minutes of episode and record building
+        check_rm_train_block(config.rm.train)
+    except ValueError as e:
+        raise RunError(str(e)) from None
     _, _, train_eps, test_eps = common.prepare(config, workdir, sides=("train", "test"))
     rng = np.random.default_rng(config.rm.data.seed)
     train_recs = build_records(train_eps, rng, config.rm.data)
