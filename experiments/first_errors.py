@@ -17,16 +17,19 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def first_error(policy_steps, expert_actions) -> str:
-    """The label of an episode from its (kind, same-as-expert) steps; see the module docstring."""
-    for t, (kind, same) in enumerate(policy_steps):
+def first_error(trace, ep) -> str:
+    """The label of a failed episode from its run_online_episodes trace; see the module docstring."""
+    for t, (obs, action) in enumerate(trace):
+        if action is None:
+            return "unparsable"
+        want = ep.actions[t] if t < len(ep.actions) else None
+        same = want is not None and action.type == want.type and (
+            lands_in(action, obs, ep.target_bboxes[t]) if want.type in ("click", "long_press") else action == want)
         if same:
             continue
-        if kind == "unparsable":
-            return "unparsable"
         if t == 0:
             return "wrong_app"
-        if kind == "terminate" and t < len(expert_actions) - 1:
+        if action.type == "terminate" and t < len(ep.actions) - 1:
             return "stops_early"
         return "wrong_step"
     return "wrong_step"
@@ -52,11 +55,10 @@ def lands_in(action, obs, bbox) -> bool:
 def main(argv):
     from sft_curve import load_config
 
-    from gui_jax.core.dialects import ActionParseError, parse_response
-    from gui_jax.envs.sim.phonesim import PhoneSim
+    from gui_jax.eval.online import run_online_episodes
     from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
     from gui_jax.rl.agent import Agent
-    from gui_jax.rl.prompting import PromptConfig, build_messages
+    from gui_jax.rl.prompting import PromptConfig
     out_path = next((a.split("=", 1)[1] for a in argv if a.startswith("--out=")), "")
     argv = [a for a in argv if not a.startswith("--out=")]
     if not argv:
@@ -69,40 +71,15 @@ def main(argv):
     params, step = load_stage_params(argv[0], field="CHECKPOINT_DIR")
     set_agent_params(agent, params, argv[0])
     pcfg = PromptConfig(**config.prompt.to_dict())
-    max_steps = config.eval.max_steps
-    runs = [{"task": t, "sim": PhoneSim(render=False, max_steps=max_steps, tree=True), "steps": [], "done": False,
-             "success": False, "history": []} for t in tasks]
-    for r in runs:
-        r["obs"] = r["sim"].reset(r["task"])
-    for t in range(max_steps):
-        live = [r for r in runs if not r["done"]]
-        if not live:
-            break
-        gens = agent.policy.generate([build_messages(r["task"].goal, r["history"], r["obs"], pcfg) for r in live],
-                                     temperature=0.0, seed=t)
-        for r, g in zip(live, gens):
-            ep, obs = expert[r["task"].goal], r["obs"]
-            r["history"].append((obs, g.text))
-            try:
-                _, action = parse_response(g.text, pcfg.dialect)
-            except ActionParseError:
-                r["steps"].append(("unparsable", False))
-                r["done"] = t == max_steps - 1
-                continue
-            want = ep.actions[t] if t < len(ep.actions) else None
-            same = want is not None and action.type == want.type and (
-                lands_in(action, obs, ep.target_bboxes[t]) if want.type in ("click", "long_press")
-                else action == want)
-            r["steps"].append((action.type, same))
-            r["obs"], done, info = r["sim"].step(action)
-            if done:
-                r["done"], r["success"] = True, bool(info.get("success", False))
+    recs = run_online_episodes(agent.policy, tasks, pcfg, trials=1, temperature=0.0,
+                               resolution=tuple(config.data.resolution), max_steps=config.eval.max_steps,
+                               keep_trace=True)
     by_template = collections.defaultdict(collections.Counter)
-    for r in runs:
-        label = "success" if r["success"] else first_error(r["steps"], expert[r["task"].goal].actions)
-        by_template[r["task"].task_id.split("#")[0]][label] += 1
+    for task, r in zip(tasks, recs):
+        label = "success" if r["success"] else first_error(r["trace"], expert[task.goal])
+        by_template[task.task_id.split("#")[0]][label] += 1
     total = sum((c for c in by_template.values()), collections.Counter())
-    result = {"checkpoint": os.path.abspath(argv[0]), "step": int(step), "tasks": len(runs), "all": dict(total),
+    result = {"checkpoint": os.path.abspath(argv[0]), "step": int(step), "tasks": len(recs), "all": dict(total),
               "by_template": {k: dict(v) for k, v in sorted(by_template.items())}}
     print(json.dumps(result))
     if out_path:

@@ -19,8 +19,9 @@ from gui_jax.rl.prompting import PromptConfig, build_messages
 
 def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, trials: int = 1,
                         temperature: float = 0.0, resolution=(540, 1200), max_steps: int = 15,
-                        seed: int = 0, progress: bool = False) -> list[dict]:
-    """One record per (task, trial): success, steps, invalid responses."""
+                        seed: int = 0, progress: bool = False, keep_trace: bool = False) -> list[dict]:
+    """One record per (task, trial): success, steps, invalid responses. keep_trace: also "trace", the
+    (observation, action in screen pixels, or None for an unparsable response) of every step."""
     from gui_jax.envs.sim.phonesim import PhoneSim  # envs sit below eval; imported lazily (heavy)
     render = pcfg.observation in ("screenshot", "both")
     runs = []
@@ -28,7 +29,7 @@ def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, 
         for k in range(trials):
             sim = PhoneSim(render=render, resolution=resolution, max_steps=max_steps, tree=True)
             runs.append({"task": task, "trial": k, "sim": sim, "obs": sim.reset(task), "history": [],
-                         "done": False, "success": False, "steps": 0, "unparsable": 0})
+                         "done": False, "success": False, "steps": 0, "unparsable": 0, "trace": []})
     pbar = tqdm(total=max_steps, desc="online eval", disable=not progress, leave=False)
     for t in range(max_steps):
         live = [r for r in runs if not r["done"]]
@@ -47,8 +48,10 @@ def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, 
                     # screenshot in the prompt they are screen pixels already.
                     image_size = (obs.screenshot.shape[1], obs.screenshot.shape[0])
                     action = scale_action_to_screen(action, image_size, obs.screen_size)
+                r["trace"].append((obs, action))
                 r["obs"], done, info = r["sim"].step(action)
             except ActionParseError:
+                r["trace"].append((obs, None))
                 r["unparsable"] += 1
                 done = r["steps"] >= max_steps
                 info = {"success": False}
@@ -57,7 +60,8 @@ def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, 
         pbar.update(1)
     pbar.close()
     return [{"task_id": r["task"].task_id, "difficulty": r["task"].difficulty, "trial": r["trial"],
-             "success": r["success"], "steps": r["steps"], "unparsable": r["unparsable"]} for r in runs]
+             "success": r["success"], "steps": r["steps"], "unparsable": r["unparsable"],
+             **({"trace": r["trace"]} if keep_trace else {})} for r in runs]
 
 
 def online_metrics(records: Sequence[dict], k: Optional[int] = None) -> dict[str, float]:

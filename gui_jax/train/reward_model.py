@@ -24,7 +24,7 @@ from gui_jax.core.types import Episode
 from gui_jax.data.pipeline import list_batch, make_pipeline
 from gui_jax.models.heads import label_token_nll
 from gui_jax.rewards.data_engine import RewardRecord
-from gui_jax.rewards.reward_model import RewardModelConfig, label_ids, label_logits, rm_sample
+from gui_jax.rewards.reward_model import RewardModelConfig, label_ids, rm_sample
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import fit
@@ -91,11 +91,8 @@ def rm_loss_fn(graphdef, rest, pos_id: int, neg_id: int, over: str = "vocab", pr
     `rm_sample` rows."""
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
-        if prompt_loss_weight > 0:
-            _, target_logits, hidden = model_forward_logprobs(model, batch, with_hidden=True)
-            logits = target_logits[:, 0]                                         # [B, V]
-        else:
-            logits = label_logits(model, batch)                                  # [B, V]
+        out = model_forward_logprobs(model, batch, with_hidden=prompt_loss_weight > 0)
+        logits = out[1][:, 0]                                                    # [B, V] at the label
         at = batch["target_positions"][:, :1]                                    # [B, 1] label position
         target = jnp.take_along_axis(batch["input_ids"], at, axis=1)[:, 0]       # [B]
         weight = jnp.take_along_axis(batch["advantages"], at, axis=1)[:, 0]      # [B]
@@ -108,7 +105,7 @@ def rm_loss_fn(graphdef, rest, pos_id: int, neg_id: int, over: str = "vocab", pr
         metrics = {"label_acc": (correct.sum(), valid.sum())}
         if prompt_loss_weight > 0:
             keep = prompt_targets(batch, model.cfg.image_token_id)
-            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, hidden, batch["input_ids"], keep,
+            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, out[2], batch["input_ids"], keep,
                                                 prompt_loss_chunk)
             total = total + prompt_loss_weight * prompt_sum
             metrics["prompt_nll"] = (prompt_sum, keep.sum())

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gui_jax.core.dialects import format_response
-from gui_jax.envs.sim.phonesim import expert_actions, make_task
+from gui_jax.envs.sim.phonesim import PhoneSim, expert_actions, make_task
 from gui_jax.eval.online import online_metrics, run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
@@ -43,6 +43,21 @@ def test_oracle_replay_succeeds_and_garbage_fails():
     m = online_metrics(recs)
     assert m["SR"] == pytest.approx(2 / 3)
     assert m["unparsable_rate"] == pytest.approx(10 / sum(r["steps"] for r in recs))
+
+
+def test_trace_keeps_each_steps_screen_and_parsed_action():
+    """keep_trace: the oracle's trace is its plan, each action beside the screen it was taken on (the first is
+    the task's start screen); an unparsable response is None. Without it, records carry no trace."""
+    recs = run_online_episodes(ReplayPolicy(TASKS, garbage_for={TASKS[2].goal}), TASKS, PCFG, max_steps=4,
+                               keep_trace=True)
+    by = {r["task_id"]: r for r in recs}
+    plan = [s.action for s in expert_actions(TASKS[1])]
+    trace = by[TASKS[1].task_id]["trace"]
+    assert [a for _, a in trace] == plan
+    start = PhoneSim(render=False, max_steps=4, tree=True).reset(TASKS[1])
+    assert trace[0][0].ui_xml == start.ui_xml and trace[1][0].ui_xml != start.ui_xml
+    assert [a for _, a in by[TASKS[2].task_id]["trace"]] == [None] * 4
+    assert "trace" not in run_online_episodes(ReplayPolicy(TASKS), TASKS[:1], PCFG, max_steps=4)[0]
 
 
 def test_pass_at_k_over_trials():
