@@ -1,0 +1,309 @@
+"""The synthetic look-up probe: can a text decoder learn to find a named line on a screen, from random weights?
+
+Token ids only (no tokenizer, no images), so a run takes minutes and isolates the skill every GUI agent needs:
+a goal names a label, the screen lists labelled lines with element indices, the answer is the named line's
+index. A row of a batch is one screen followed by `queries` goals, each answered:
+
+    screen   line i = [ k_i ] ; f… w1 w2 \\n        (index_first; f = 0..filler flag tokens)
+                    = ; w1 w2 [ k_i ] \\n           (index_last)
+                    = ; w1 w2 k_i \\n               (adjacent: the index is the token after the label)
+    queries  Goal w1 w2 Answer k_j \\n   (adjacent: Goal w1 w2 k_j \\n)
+
+Only k_j after a goal is supervised (plus, with `screen_lm_weight` > 0, the next-token loss on the screen
+text). Labels are `key_words` words from a word pool; with `shared_words` the keys of one screen are drawn
+from a pool of only `lines` words, so the target's words also occur in distractor lines ("Quiet Fire"
+among "Quiet Letters" and "Midnight Fire"). Training screens use words from `train_words`; the held-out
+accuracy is measured on screens made only of `held_out_words`, ids the training never saw, on the first
+goal of each screen (later goals could be answered partly by elimination).
+
+    python -m gui_jax.train.lookup_probe --lines 4 --key_words 1 --order adjacent --steps 600 [--json out.json]
+    python -m gui_jax.train.lookup_probe ... --model reference     # the minimal reference decoder
+
+`--model tiny` trains the Qwen2.5-VL tiny preset (gui_jax.models); `--model reference` a minimal pre-norm
+decoder written here from scratch (multi-head attention with plain RoPE, SwiGLU MLP, tied embeddings) on the
+same batches: when both stay at chance the data or the optimisation is the obstacle, not our model code.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+# Structural tokens (ids below the ordinary words; meaning is given by use only).
+LB, RB, SEMI, NL, GOAL, ANSWER = 3, 4, 5, 6, 7, 8
+INDEX_BASE = 10      # element index k is token INDEX_BASE + k
+FLAG_TOKENS = (60, 64)
+ORDERS = ("index_first", "index_last", "adjacent")
+MODELS = ("tiny", "reference")
+
+
+@dataclasses.dataclass(frozen=True)
+class LookupProbeConfig:
+  lines: int = 24                      # lines per screen (≤ 50: index tokens 10..59)
+  queries: int = 8                     # goals answered per screen (dense supervision)
+  key_words: int = 2                   # words per label (1 or 2)
+  shared_words: bool = True            # 2-word keys drawn from `lines` words: distractors share words
+  order: str = "index_last"            # index_first | index_last | adjacent
+  filler: int = 0                      # up to this many flag tokens before an index_first label
+  train_words: tuple[int, int] = (100, 2100)
+  held_out_words: tuple[int, int] = (2100, 2600)
+  screen_lm_weight: float = 0.0        # w · next-token loss on the screen's tokens
+  model: str = "tiny"                  # tiny | reference
+  tie_embeddings: bool = True          # tiny: tie_word_embeddings (the preset ties them)
+  layers: int = 4
+  hidden: int = 128
+  heads: int = 4
+  kv_heads: int = 2
+  batch: int = 32
+  steps: int = 600
+  learning_rate: float = 2e-3
+  warmup: int = 20
+  eval_every: int = 100
+  eval_screens: int = 256
+  seed: int = 0
+  curriculum: str = ""                 # "4:1500,12:300": 4-line screens for 1500 steps, then 12 for 300, then
+                                       # `lines` for the rest of `steps` (shared-word keys need ≥ 4 lines)
+
+  def __post_init__(self):
+    if self.order not in ORDERS:
+      raise ValueError(f"order {self.order!r} unknown; choose one of {ORDERS}")
+    if self.model not in MODELS:
+      raise ValueError(f"model {self.model!r} unknown; choose one of {MODELS}")
+    if not 1 <= self.lines <= 50 or not 1 <= self.queries <= self.lines:
+      raise ValueError(f"need 1 ≤ queries ({self.queries}) ≤ lines ({self.lines}) ≤ 50")
+    if self.stages()[-1][1] < 0:
+      raise ValueError(f"curriculum {self.curriculum!r} has more steps than steps={self.steps}")
+    for lines, _ in self.stages():
+      if not self.queries <= lines <= 50:
+        raise ValueError(f"curriculum stage of {lines} lines: need queries ({self.queries}) ≤ lines ≤ 50")
+    if self.key_words not in (1, 2):
+      raise ValueError(f"key_words must be 1 or 2, got {self.key_words}")
+    lo, hi = self.train_words
+    hlo, hhi = self.held_out_words
+    if max(lo, hlo) < min(hi, hhi) or min(lo, hlo) < 100:
+      raise ValueError(f"train_words {self.train_words} and held_out_words {self.held_out_words} must be "
+                       "disjoint ranges of ids ≥ 100")
+
+
+  def stages(self) -> list[tuple[int, int]]:
+    """[(lines, steps)] of the curriculum, ending with `lines` for the steps left (possibly 0)."""
+    try:
+      head = [(int(a), int(b)) for a, b in (p.split(":") for p in self.curriculum.split(",") if p.strip())]
+    except ValueError:
+      raise ValueError(f"curriculum {self.curriculum!r}: write 'lines:steps,lines:steps'") from None
+    return head + [(self.lines, self.steps - sum(n for _, n in head))]
+
+
+def screen_keys(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int]) -> list[tuple[int, ...]]:
+  """`cfg.lines` distinct labels of `cfg.key_words` words from the id range `words`."""
+  lo, hi = words
+  if cfg.key_words == 1:
+    return [(int(w),) for w in rng.choice(np.arange(lo, hi), cfg.lines, replace=False)]
+  pool = rng.choice(np.arange(lo, hi), max(cfg.lines, 4) if cfg.shared_words else 2 * cfg.lines, replace=False)
+  if not cfg.shared_words:
+    return [(int(pool[2 * i]), int(pool[2 * i + 1])) for i in range(cfg.lines)]
+  keys: dict[tuple[int, int], None] = {}
+  while len(keys) < cfg.lines:
+    a, b = rng.choice(pool, 2, replace=False)
+    keys.setdefault((int(a), int(b)), None)
+  out = list(keys)
+  # every label shares a word with another line: a key that shares none takes a word of another key
+  alone = lambda i: not any(set(out[i]) & set(o) for j, o in enumerate(out) if j != i)
+  for _ in range(100 * len(out)):
+    i = next((i for i in range(len(out)) if alone(i)), None)
+    if i is None or len(out) < 2:
+      break
+    donor = out[(i + 1 + int(rng.integers(len(out) - 1))) % len(out)]
+    shared, fresh = donor[int(rng.integers(2))], int(rng.choice([w for w in pool if w not in donor]))
+    key = (shared, fresh) if rng.random() < 0.5 else (fresh, shared)
+    if key not in out:
+      out[i] = key
+  return out
+
+
+def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int], queries: int):
+  """One screen and its goals: (tokens, answer mask, screen mask), three equal-length int lists."""
+  keys = screen_keys(rng, cfg, words)
+  tokens: list[int] = []
+  for i, key in enumerate(keys):
+    if cfg.order == "index_first":
+      flags = [int(f) for f in rng.integers(*FLAG_TOKENS, int(rng.integers(0, cfg.filler + 1)))]
+      tokens += [LB, INDEX_BASE + i, RB, SEMI, *flags, *key, NL]
+    elif cfg.order == "index_last":
+      tokens += [SEMI, *key, LB, INDEX_BASE + i, RB, NL]
+    else:
+      tokens += [SEMI, *key, INDEX_BASE + i, NL]
+  screen_len = len(tokens)
+  answer = [0] * screen_len
+  for j in rng.choice(cfg.lines, queries, replace=False):
+    mid = [] if cfg.order == "adjacent" else [ANSWER]
+    tokens += [GOAL, *keys[j], *mid, INDEX_BASE + int(j), NL]
+    answer += [0] * (1 + len(keys[j]) + len(mid)) + [1, 0]
+  return tokens, answer, [1] * screen_len + [0] * (len(tokens) - screen_len)
+
+
+def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int], batch: int,
+                 queries: int):
+  """(ids [B, L] int32, answer [B, L] f32 = 1 at supervised answer tokens, screen [B, L] f32 = 1 on screen
+  tokens); L is rounded up to a multiple of 32 (padding id 0) so jit sees few shapes."""
+  rows = [screen_row(rng, cfg, words, queries) for _ in range(batch)]
+  length = -(-max(len(r[0]) for r in rows) // 32) * 32
+  out = [np.zeros((batch, length), dt) for dt in (np.int32, np.float32, np.float32)]
+  for b, row in enumerate(rows):
+    for arr, vals in zip(out, row):
+      arr[b, :len(vals)] = vals
+  return tuple(out)
+
+
+# ------------------------------------------------------------------ the minimal reference decoder
+def reference_init(key, vocab: int, hidden: int, layers: int, heads: int, std: float = 0.02) -> dict:
+  """Params of the reference decoder: normal(std) matrices, unit norms, tied embedding [vocab, hidden]."""
+  del heads
+  keys = iter(jax.random.split(key, 7 * layers + 1))
+  normal = lambda *shape: std * jax.random.normal(next(keys), shape)
+  ff = 3 * hidden
+  return {"embed": normal(vocab, hidden), "final_norm": jnp.ones(hidden),
+          "layers": [{"q": normal(hidden, hidden), "k": normal(hidden, hidden), "v": normal(hidden, hidden),
+                      "o": normal(hidden, hidden), "gate": normal(hidden, ff), "up": normal(hidden, ff),
+                      "down": normal(ff, hidden), "norm1": jnp.ones(hidden), "norm2": jnp.ones(hidden)}
+                     for _ in range(layers)]}
+
+
+def _rms(x, scale):
+  return scale * x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6)
+
+
+def _rope(x, positions):  # x [B, L, H, D], positions [L]: rotate pairs (i, i + D/2) by position · θ_i
+  d = x.shape[-1]
+  angle = positions[:, None] * (1.0 / 10000 ** (jnp.arange(0, d, 2) / d))
+  cos, sin = jnp.cos(jnp.concatenate([angle, angle], -1)), jnp.sin(jnp.concatenate([angle, angle], -1))
+  x1, x2 = jnp.split(x, 2, -1)
+  return x * cos[:, None] + jnp.concatenate([-x2, x1], -1) * sin[:, None]
+
+
+def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
+  """ids [B, L] -> final-normed hidden states [B, L, H] (causal; logits = hidden @ embed.T)."""
+  b, length = ids.shape
+  x = params["embed"][ids]
+  positions = jnp.arange(length, dtype=jnp.float32)
+  causal = jnp.tril(jnp.ones((length, length), bool))
+  for p in params["layers"]:
+    h = _rms(x, p["norm1"])
+    split = lambda w: (h @ w).reshape(b, length, heads, -1)
+    q, k, v = _rope(split(p["q"]), positions), _rope(split(p["k"]), positions), split(p["v"])
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    att = jax.nn.softmax(jnp.where(causal, scores, -1e30), -1)
+    x = x + jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, length, -1) @ p["o"]
+    h = _rms(x, p["norm2"])
+    x = x + (jax.nn.silu(h @ p["gate"]) * (h @ p["up"])) @ p["down"]
+  return _rms(x, params["final_norm"])
+
+
+# ------------------------------------------------------------------ training
+def _model_fns(cfg: LookupProbeConfig):
+  """(params, hidden_fn(params, ids) -> [B, L, H], logits_fn(params, hidden) -> [..., V])."""
+  from flax import nnx
+
+  from gui_jax.models.qwen2_5_vl.config import TextConfig, tiny
+  from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
+  base = tiny()
+  if cfg.model == "reference":
+    params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers, cfg.heads)
+    return (params, lambda p, ids: reference_hidden(p, ids, cfg.heads),
+            lambda p, h: h @ p["embed"].T)
+  half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
+  t_band = half // 4
+  text = dataclasses.replace(base.text, hidden_size=cfg.hidden, intermediate_size=3 * cfg.hidden,
+                             num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+                             num_key_value_heads=cfg.kv_heads,
+                             mrope_section=(t_band, (half - t_band) // 2, half - t_band - (half - t_band) // 2))
+  assert isinstance(text, TextConfig)
+  model_cfg = base.replace(text=text, vision=dataclasses.replace(base.vision, out_hidden_size=cfg.hidden),
+                           tie_word_embeddings=cfg.tie_embeddings)
+  graphdef, params, rest = nnx.split(Qwen25VLForConditionalGeneration(model_cfg, rngs=nnx.Rngs(cfg.seed)),
+                                     nnx.Param, ...)
+
+  def hidden_fn(p, ids):
+    model = nnx.merge(graphdef, p, rest)
+    positions = jnp.broadcast_to(jnp.arange(ids.shape[1])[None, None], (3,) + ids.shape)
+    return model.language_model(model.language_model.embed(ids), positions, ids > 0)[0]
+
+  return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
+
+
+def run_probe(cfg: LookupProbeConfig, log=print) -> dict:
+  """Trains from random weights; returns {"config", "curve": [{step, loss, train_acc, held_out_acc, seconds}]}.
+  held_out_acc: greedy accuracy of the first goal's answer on `eval_screens` held-out-word screens."""
+  params, hidden_fn, logits_fn = _model_fns(cfg)
+  n_answers = cfg.queries
+
+  def loss_acc(p, ids, answer, screen):
+    hidden = hidden_fn(p, ids)
+    pos = jnp.argsort(-answer, axis=1, stable=True)[:, :n_answers]   # answer positions first
+    picked = jnp.take_along_axis(hidden, (pos - 1)[..., None], 1)       # the states that predict them
+    logp = jax.nn.log_softmax(logits_fn(p, picked).astype(jnp.float32))
+    target = jnp.take_along_axis(ids, pos, 1)
+    weight = jnp.take_along_axis(answer, pos, 1)
+    nll = -jnp.take_along_axis(logp, target[..., None], -1)[..., 0]
+    loss = (nll * weight).sum() / weight.sum()
+    acc = ((jnp.argmax(logp, -1) == target) * weight).sum() / weight.sum()
+    if cfg.screen_lm_weight:
+      lm_logp = jax.nn.log_softmax(logits_fn(p, hidden[:, :-1]).astype(jnp.float32))
+      lm_nll = -jnp.take_along_axis(lm_logp, ids[:, 1:, None], -1)[..., 0]
+      m = screen[:, 1:] * screen[:, :-1]
+      loss = loss + cfg.screen_lm_weight * (lm_nll * m).sum() / m.sum()
+    return loss, acc
+
+  schedule = optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1))
+  opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=0.0))
+  opt_state = opt.init(params)
+
+  @jax.jit
+  def step(p, o, ids, answer, screen):
+    (loss, acc), grads = jax.value_and_grad(loss_acc, has_aux=True)(p, ids, answer, screen)
+    updates, o = opt.update(grads, o, p)
+    return optax.apply_updates(p, updates), o, loss, acc
+
+  eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])
+  eval_rng = np.random.default_rng(cfg.seed + 10_000)
+  held_out = [lookup_batch(eval_rng, cfg, cfg.held_out_words, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
+  rng = np.random.default_rng(cfg.seed)
+  lines_at = [lines for lines, n in cfg.stages() for _ in range(n)]
+  curve, start = [], time.time()
+  for s in range(1, cfg.steps + 1):
+    stage_cfg = dataclasses.replace(cfg, lines=lines_at[s - 1], curriculum="")
+    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfg, cfg.train_words,
+                                                                         cfg.batch, cfg.queries))
+    if s % cfg.eval_every == 0 or s == cfg.steps:
+      held = float(np.mean([float(eval_acc(params, *b)) for b in held_out]))
+      curve.append({"step": s, "lines": lines_at[s - 1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
+                    "held_out_acc": round(held, 4), "seconds": round(time.time() - start, 1)})
+      log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
+  return {"config": dataclasses.asdict(cfg), "chance": 1.0 / cfg.lines, "curve": curve}
+
+
+def main(argv=None) -> dict:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  for f in dataclasses.fields(LookupProbeConfig):
+    if f.type in ("tuple[int, int]",):
+      continue
+    kind = {"bool": lambda s: s.lower() in ("1", "true", "yes"), "int": int, "float": float}.get(f.type, str)
+    ap.add_argument(f"--{f.name}", type=kind, default=f.default)
+  ap.add_argument("--json", default="", help="write the curve and config here")
+  args = vars(ap.parse_args(argv))
+  out_path = args.pop("json")
+  result = run_probe(LookupProbeConfig(**args))
+  if out_path:
+    with open(out_path, "w") as f:
+      json.dump(result, f, indent=1)
+  return result
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,81 @@
+"""The look-up probe's screens: answers point at the named line, held-out words never occur in training
+screens, shared-word distractors really share words, and the answer mask marks exactly the goals' answers."""
+import numpy as np
+import pytest
+
+from gui_jax.train.lookup_probe import (GOAL, INDEX_BASE, NL, LookupProbeConfig, lookup_batch, reference_hidden,
+                                        reference_init, screen_row)
+
+
+def _lines(tokens, screen):
+    body = [t for t, s in zip(tokens, screen) if s]
+    out, cur = [], []
+    for t in body:
+        if t == NL:
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    return out
+
+
+@pytest.mark.parametrize("order", ["index_first", "index_last", "adjacent"])
+def test_each_answer_is_the_index_of_the_line_with_the_goal_words(order):
+    cfg = LookupProbeConfig(lines=12, queries=5, key_words=2, order=order, filler=2)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        tokens, answer, screen = screen_row(rng, cfg, cfg.train_words, cfg.queries)
+        assert len(tokens) == len(answer) == len(screen)
+        lines = _lines(tokens, screen)
+        assert len(lines) == cfg.lines
+        words = [tuple(t for t in line if t >= 100) for line in lines]
+        assert len(set(words)) == cfg.lines                     # labels are distinct
+        answers = [i for i, a in enumerate(answer) if a]
+        assert len(answers) == cfg.queries
+        for pos in answers:
+            goal_at = max(i for i in range(pos) if tokens[i] == GOAL)
+            goal_words = tuple(t for t in tokens[goal_at:pos] if t >= 100)
+            line = words.index(goal_words)
+            assert tokens[pos] == INDEX_BASE + line and INDEX_BASE + line in lines[line]
+
+
+def test_held_out_screens_use_only_held_out_words_and_distractors_share_words():
+    cfg = LookupProbeConfig(lines=24, queries=1, key_words=2, shared_words=True)
+    ids, answer, screen = lookup_batch(np.random.default_rng(0), cfg, cfg.held_out_words, 16, 1)
+    words = ids[ids >= 100]
+    assert words.min() >= cfg.held_out_words[0] and words.max() < cfg.held_out_words[1]
+    train_ids, _, _ = lookup_batch(np.random.default_rng(1), cfg, cfg.train_words, 16, 8)
+    assert not set(train_ids[train_ids >= 100].tolist()) & set(range(*cfg.held_out_words))
+    assert ids.shape[1] % 32 == 0 and answer.sum() == 16
+    for row, scr in zip(ids, screen):
+        keys = [tuple(t for t in line if t >= 100) for line in _lines(row.tolist(), scr.tolist())]
+        # every label shares a word with another label on the same screen
+        assert all(any(set(k) & set(o) for o in keys if o != k) for k in keys)
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="order"):
+        LookupProbeConfig(order="sideways")
+    with pytest.raises(ValueError, match="disjoint"):
+        LookupProbeConfig(train_words=(100, 2200), held_out_words=(2100, 2600))
+
+
+def test_reference_decoder_is_causal():
+    import jax.numpy as jnp
+    params = reference_init(__import__("jax").random.key(0), 300, 32, 2, 4)
+    ids = jnp.asarray(np.random.default_rng(0).integers(100, 300, (2, 10)))
+    changed = ids.at[:, 6].set(101)
+    a, b = reference_hidden(params, ids, 4), reference_hidden(params, changed, 4)
+    np.testing.assert_allclose(a[:, :6], b[:, :6], atol=1e-6)   # positions before the change do not see it
+    assert float(jnp.abs(a[:, 6:] - b[:, 6:]).max()) > 1e-4
+
+
+def test_probe_run_is_deterministic_and_reports_its_curve():
+    from gui_jax.train.lookup_probe import run_probe
+    cfg = LookupProbeConfig(lines=4, queries=2, key_words=1, order="adjacent", layers=1, hidden=32, heads=2,
+                            kv_heads=1, batch=4, steps=4, eval_every=2, eval_screens=64, curriculum="2:2")
+    first, second = run_probe(cfg, log=lambda _: None), run_probe(cfg, log=lambda _: None)
+    untimed = lambda run: [{k: v for k, v in c.items() if k != "seconds"} for c in run["curve"]]
+    assert untimed(first) == untimed(second)
+    assert [c["step"] for c in first["curve"]] == [2, 4] and [c["lines"] for c in first["curve"]] == [2, 4]
+    assert first["chance"] == 0.25 and all(0.0 <= c["held_out_acc"] <= 1.0 for c in first["curve"])
