@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -56,11 +55,8 @@ LOWER_ONLY = False            # --lower-only: trace and lower every program, com
 # ---------------------------------------------------------------------------------------------- config & mesh
 def load_config(spec: str):
   """'path/to/config.py' or 'path/to/config.py:arg' (the arg goes to get_config)."""
-  path, _, arg = spec.partition(":")
-  mod_spec = importlib.util.spec_from_file_location("aot_config", path)
-  module = importlib.util.module_from_spec(mod_spec)
-  mod_spec.loader.exec_module(module)
-  return module.get_config(arg) if arg else module.get_config()
+  from gui_jax.core.recipe_files import recipe_config
+  return recipe_config(spec)
 
 
 def topology_devices(name: str):

@@ -15,20 +15,18 @@ padded to the recipe's rows.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import time
+
+from gui_jax.core.recipe_files import recipe_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("ui_s1_7b", os.path.join(ROOT, "configs", "ui_s1_7b.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.get_config()
+    return recipe_config(os.path.join(ROOT, "configs", "ui_s1_7b.py"))
 
 
 def main(argv=None):

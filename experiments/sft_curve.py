@@ -12,7 +12,6 @@ Appends one JSON line per evaluation to WORKDIR.jsonl (the quickstart config wit
 each held-out task's greedy online success for paired tests between evaluations.
 """
 import ast
-import importlib.util
 import json
 import os
 import resource
@@ -20,14 +19,13 @@ import shutil
 import sys
 import time
 
+from gui_jax.core.recipe_files import recipe_config
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_config(overrides):
-    spec = importlib.util.spec_from_file_location("quickstart_config", os.path.join(HERE, "..", "configs", "quickstart.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    config, evals, init_from = mod.get_config(), [], ""
+    config, evals, init_from = recipe_config(os.path.join(HERE, "..", "configs", "quickstart.py")), [], ""
     for kv in overrides:
         key, value = kv.split("=", 1)
         if key == "evals":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from ml_collections import config_flags
 
 from gui_jax import config_check
 from gui_jax.config_check import ConfigError, RunError, check_config, format_config, rules_for, suggest
+from gui_jax.core.recipe_files import load_python_file
 from gui_jax.jobs import JOBS
 
 config_check.JOB_NAMES[:] = sorted(JOBS)  # what `job` may name (config_check sits below the registry)
@@ -122,10 +122,7 @@ def _overrides(argv) -> list[tuple[str, str]]:
 
 def _load_recipe(arg: str):
     path, *args = arg.split(":")
-    spec = importlib.util.spec_from_file_location("_recipe_for_error", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.get_config(*args)
+    return load_python_file(path).get_config(*args)
 
 
 def _bad_override(argv) -> str | None:

@@ -79,12 +79,10 @@ def _fmt(v) -> str:
 
 
 def _load_module_fn(path: str, fn: str):
-    import importlib.util
+    from gui_jax.core.recipe_files import load_python_file
     if not os.path.isfile(path):
         raise SweepError(f"file not found: {path}")
-    spec = importlib.util.spec_from_file_location(f"_sweep_{abs(hash(path))}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_python_file(path)
     if not hasattr(mod, fn):
         raise SweepError(f"{path} defines no {fn}()")
     return getattr(mod, fn)()

@@ -5,9 +5,10 @@
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from typing import NamedTuple
+
+from gui_jax.core.recipe_files import load_python_file
 
 
 class JobEntry(NamedTuple):
@@ -65,12 +66,7 @@ def literal_overrides(items, flag: str = "--set") -> dict:
 def load_config(path: str, **overrides):
     """The ConfigDict of a recipe file (`get_config()`), for notebooks and scripts; `overrides` are
     dotted fields, e.g. load_config("configs/quickstart.py", **{"sft.num_steps": 10})."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"config file not found: {path}")
-    spec = importlib.util.spec_from_file_location(f"_config_{abs(hash(os.path.abspath(path)))}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    config = mod.get_config()
+    config = load_python_file(path).get_config()
     for key, value in overrides.items():
         node = config
         *parents, leaf = key.split(".")

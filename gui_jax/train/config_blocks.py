@@ -142,10 +142,7 @@ def mesh_block() -> ml_collections.ConfigDict:
 
 def sibling_recipe(config_file: str, name: str):
     """The module of another recipe in the same folder (recipes build on each other, e.g. on quickstart)."""
-    import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.abspath(config_file)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_recipe_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+
+    from gui_jax.core.recipe_files import load_python_file
+    return load_python_file(os.path.join(os.path.dirname(os.path.abspath(config_file)), f"{name}.py"))
