@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 
 import jax
@@ -285,6 +286,8 @@ def run_probe(cfg: LookupProbeConfig, log=print) -> dict:
       curve.append({"step": s, "lines": lines_at[s - 1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
                     "held_out_acc": round(held, 4), "seconds": round(time.time() - start, 1)})
       log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
+      if log is print:
+        sys.stdout.flush()
   return {"config": dataclasses.asdict(cfg), "chance": 1.0 / cfg.lines, "curve": curve}
 
 
