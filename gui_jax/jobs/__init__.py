@@ -43,6 +43,8 @@ JOBS: dict[str, JobEntry] = {
                             "reward-model step / outcome precision, recall, F1 by length and difficulty"),
     "verifier_eval": JobEntry("gui_jax.jobs.verifier_eval:run",
                               "best-of-n verifier (policy samples, RM picks): held-out SR against n with 95 % CIs"),
+    "lookup_probe": JobEntry("gui_jax.jobs.lookup_probe:run",
+                             "synthetic look-up probe: learn to find the named line from random weights (curve)"),
     "self_improve": JobEntry("gui_jax.jobs.self_improve:run",
                              "self-improvement rounds: RM-guided beam search → SFT on successes; SR per round"),
 }

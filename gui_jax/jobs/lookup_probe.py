@@ -1,0 +1,48 @@
+"""Job `lookup_probe`: train the synthetic look-up probe (gui_jax/train/lookup_probe.py) and log its curve.
+
+config.probe holds the fields of LookupProbeConfig; config.seed seeds it. Writes results.json
+({"config", "chance", "curve"}), metrics.jsonl + TensorBoard scalars (probe/loss, probe/train_acc,
+probe/held_out_acc) and training_curves.png under the workdir.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from gui_jax.config_check import RunError
+from gui_jax.train.logger import MetricsLogger
+from gui_jax.train.lookup_probe import LookupProbeConfig, run_probe
+
+
+def probe_config(config) -> LookupProbeConfig:
+    """LookupProbeConfig from config.probe (+ config.seed); a bad field is a one-line RunError."""
+    fields = dict(config.probe.to_dict())
+    for key in ("train_words", "held_out_words"):
+        if key in fields:
+            fields[key] = tuple(fields[key])
+    fields["seed"] = int(config.get("seed", fields.get("seed", 0)))
+    try:
+        return LookupProbeConfig(**fields)
+    except (TypeError, ValueError) as e:
+        raise RunError(f"config.probe: {e}") from None
+
+
+def run(config, workdir: str) -> None:
+    cfg = probe_config(config)
+    os.makedirs(workdir, exist_ok=True)
+    logger = MetricsLogger(workdir)
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    result = run_probe(cfg, log=log)
+    for point in result["curve"]:
+        logger.write(point["step"], {k: point[k] for k in ("loss", "train_acc", "held_out_acc", "lines")},
+                     prefix="probe")
+    logger.plot()
+    logger.close()
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    last = result["curve"][-1]
+    print(f"look-up probe: held-out accuracy {last['held_out_acc']:.3f} (chance {result['chance']:.3f}) after "
+          f"{last['step']} steps; results in {workdir}")
