@@ -18,8 +18,9 @@ def get_config():
     c = ml_collections.ConfigDict()
     c.job = "lookup_probe"
     c.seed = 0
-    # every field of LookupProbeConfig (its declaration holds the default and the one-line doc)
-    c.probe = ml_collections.ConfigDict({f.name: f.default for f in dataclasses.fields(LookupProbeConfig)})
+    # every field of LookupProbeConfig (its declaration holds the default and the one-line doc) but the seed
+    c.probe = ml_collections.ConfigDict({f.name: f.default for f in dataclasses.fields(LookupProbeConfig)
+                                         if f.name != "seed"})
     c.probe.update(lines=4, queries=4, key_words=1, order="adjacent", learning_rate=1e-3, warmup=100,
                    steps=3000, eval_every=250)
     return c

@@ -1,6 +1,6 @@
 """Job `lookup_probe`: train the synthetic look-up probe (gui_jax/train/lookup_probe.py) and log its curve.
 
-config.probe holds the fields of LookupProbeConfig; config.seed seeds it. Writes results.json
+config.probe holds the fields of LookupProbeConfig except `seed`, which is config.seed. Writes results.json
 ({"config", "chance", "curve"}), metrics.jsonl + TensorBoard scalars (probe/loss, probe/train_acc,
 probe/held_out_acc) and training_curves.png under the workdir.
 """
@@ -20,7 +20,7 @@ def probe_config(config) -> LookupProbeConfig:
     for key in ("train_words", "held_out_words"):
         if key in fields:
             fields[key] = tuple(fields[key])
-    fields["seed"] = int(config.get("seed", fields.get("seed", 0)))
+    fields["seed"] = int(config.seed)
     try:
         return LookupProbeConfig(**fields)
     except (TypeError, ValueError) as e:
@@ -32,13 +32,11 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     logger = MetricsLogger(workdir)
 
-    def log(line: str) -> None:
-        print(line, flush=True)
-
-    result = run_probe(cfg, log=log)
-    for point in result["curve"]:
+    def write(point: dict) -> None:  # live: TensorBoard and metrics.jsonl follow the run
         logger.write(point["step"], {k: point[k] for k in ("loss", "train_acc", "held_out_acc", "lines")},
                      prefix="probe")
+
+    result = run_probe(cfg, on_eval=write)
     logger.plot()
     logger.close()
     with open(os.path.join(workdir, "results.json"), "w") as f:

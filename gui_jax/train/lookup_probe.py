@@ -16,19 +16,15 @@ among "Quiet Letters" and "Midnight Fire"). Training screens use words from `tra
 accuracy is measured on screens made only of `held_out_words`, ids the training never saw, on the first
 goal of each screen (later goals could be answered partly by elimination).
 
-    python -m gui_jax.train.lookup_probe --lines 4 --key_words 1 --order adjacent --steps 600 [--json out.json]
-    python -m gui_jax.train.lookup_probe ... --model reference     # the minimal reference decoder
+    python -m gui_jax.main --config configs/lookup_probe.py [--config.probe.model=reference ...]
 
-`--model tiny` trains the Qwen2.5-VL tiny preset (gui_jax.models); `--model reference` a minimal pre-norm
+`model='tiny'` trains the Qwen2.5-VL tiny preset (gui_jax.models); `model='reference'` a minimal pre-norm
 decoder written here from scratch (multi-head attention with plain RoPE, SwiGLU MLP, tied embeddings) on the
 same batches: when both stay at chance the data or the optimisation is the obstacle, not our model code.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import sys
 import time
 
 import jax
@@ -163,9 +159,8 @@ def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[
 
 
 # ------------------------------------------------------------------ the minimal reference decoder
-def reference_init(key, vocab: int, hidden: int, layers: int, heads: int, std: float = 0.02) -> dict:
+def reference_init(key, vocab: int, hidden: int, layers: int, std: float = 0.02) -> dict:
   """Params of the reference decoder: normal(std) matrices, unit norms, tied embedding [vocab, hidden]."""
-  del heads
   keys = iter(jax.random.split(key, 7 * layers + 1))
   normal = lambda *shape: std * jax.random.normal(next(keys), shape)
   ff = 3 * hidden
@@ -211,11 +206,11 @@ def _model_fns(cfg: LookupProbeConfig):
   """(params, hidden_fn(params, ids) -> [B, L, H], logits_fn(params, hidden) -> [..., V])."""
   from flax import nnx
 
-  from gui_jax.models.qwen2_5_vl.config import TextConfig, tiny
+  from gui_jax.models.qwen2_5_vl.config import tiny
   from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
   base = tiny()
   if cfg.model == "reference":
-    params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers, cfg.heads)
+    params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers)
     return (params, lambda p, ids: reference_hidden(p, ids, cfg.heads),
             lambda p, h: h @ p["embed"].T)
   half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
@@ -224,7 +219,6 @@ def _model_fns(cfg: LookupProbeConfig):
                              num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
                              num_key_value_heads=cfg.kv_heads,
                              mrope_section=(t_band, (half - t_band) // 2, half - t_band - (half - t_band) // 2))
-  assert isinstance(text, TextConfig)
   model_cfg = base.replace(text=text, vision=dataclasses.replace(base.vision, out_hidden_size=cfg.hidden),
                            tie_word_embeddings=cfg.tie_embeddings)
   graphdef, params, rest = nnx.split(Qwen25VLForConditionalGeneration(model_cfg, rngs=nnx.Rngs(cfg.seed)),
@@ -238,9 +232,14 @@ def _model_fns(cfg: LookupProbeConfig):
   return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
 
 
-def run_probe(cfg: LookupProbeConfig, log=print) -> dict:
-  """Trains from random weights; returns {"config", "curve": [{step, loss, train_acc, held_out_acc, seconds}]}.
-  held_out_acc: greedy accuracy of the first goal's answer on `eval_screens` held-out-word screens."""
+def _print_line(line: str) -> None:
+  print(line, flush=True)
+
+
+def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
+  """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, loss, train_acc,
+  held_out_acc, seconds}]}. held_out_acc: greedy accuracy of the first goal's answer on `eval_screens`
+  held-out-word screens. Each curve point goes to log (one line) and on_eval(point) as it is measured."""
   params, hidden_fn, logits_fn = _model_fns(cfg)
   n_answers = cfg.queries
 
@@ -276,37 +275,17 @@ def run_probe(cfg: LookupProbeConfig, log=print) -> dict:
   held_out = [lookup_batch(eval_rng, cfg, cfg.held_out_words, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
   rng = np.random.default_rng(cfg.seed)
   lines_at = [lines for lines, n in cfg.stages() for _ in range(n)]
+  stage_cfgs = {lines: dataclasses.replace(cfg, lines=lines, curriculum="") for lines in set(lines_at)}
   curve, start = [], time.time()
   for s in range(1, cfg.steps + 1):
-    stage_cfg = dataclasses.replace(cfg, lines=lines_at[s - 1], curriculum="")
-    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfg, cfg.train_words,
+    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[lines_at[s - 1]],
+                                                                         cfg.train_words,
                                                                          cfg.batch, cfg.queries))
     if s % cfg.eval_every == 0 or s == cfg.steps:
       held = float(np.mean([float(eval_acc(params, *b)) for b in held_out]))
       curve.append({"step": s, "lines": lines_at[s - 1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
                     "held_out_acc": round(held, 4), "seconds": round(time.time() - start, 1)})
       log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
-      if log is print:
-        sys.stdout.flush()
+      if on_eval is not None:
+        on_eval(curve[-1])
   return {"config": dataclasses.asdict(cfg), "chance": 1.0 / cfg.lines, "curve": curve}
-
-
-def main(argv=None) -> dict:
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  for f in dataclasses.fields(LookupProbeConfig):
-    if f.type in ("tuple[int, int]",):
-      continue
-    kind = {"bool": lambda s: s.lower() in ("1", "true", "yes"), "int": int, "float": float}.get(f.type, str)
-    ap.add_argument(f"--{f.name}", type=kind, default=f.default)
-  ap.add_argument("--json", default="", help="write the curve and config here")
-  args = vars(ap.parse_args(argv))
-  out_path = args.pop("json")
-  result = run_probe(LookupProbeConfig(**args))
-  if out_path:
-    with open(out_path, "w") as f:
-      json.dump(result, f, indent=1)
-  return result
-
-
-if __name__ == "__main__":
-  main()

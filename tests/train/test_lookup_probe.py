@@ -62,7 +62,7 @@ def test_config_errors_name_the_field():
 
 def test_reference_decoder_is_causal():
     import jax.numpy as jnp
-    params = reference_init(__import__("jax").random.key(0), 300, 32, 2, 4)
+    params = reference_init(__import__("jax").random.key(0), 300, 32, 2)
     ids = jnp.asarray(np.random.default_rng(0).integers(100, 300, (2, 10)))
     changed = ids.at[:, 6].set(101)
     a, b = reference_hidden(params, ids, 4), reference_hidden(params, changed, 4)
