@@ -5,6 +5,7 @@ One folder per step under `<workdir>/checkpoints`; `restore_latest` returns None
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Optional
 
 import jax
@@ -23,15 +24,23 @@ def checkpoint_metadata(agent) -> dict:
 
 class Checkpointer:
     def __init__(self, directory: str, *, max_to_keep: int = 3, save_every: int = 100,
-                 metadata: Optional[dict] = None):
+                 metadata: Optional[dict] = None, save_every_seconds: float = 0.0,
+                 clock=time.monotonic):
+        """save_every: steps between saves (0: never by count); save_every_seconds > 0 also saves once that
+        much time has passed since the last save, so hours-long runs on slow machines lose at most that."""
         self.directory = os.path.abspath(directory)
         self.save_every = save_every
+        self.save_every_seconds = float(save_every_seconds)
+        self._clock = clock
+        self._last_save = clock()
         self.metadata = dict(metadata or {})  # merged into every step's `extra` (checkpoint_metadata)
         self.manager = ocp.CheckpointManager(
             self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
 
     def should_save(self, step: int) -> bool:
-        return self.save_every > 0 and step % self.save_every == 0
+        if self.save_every > 0 and step % self.save_every == 0:
+            return True
+        return self.save_every_seconds > 0 and self._clock() - self._last_save >= self.save_every_seconds
 
     def save(self, state: TrainState, extra: Optional[dict] = None, *, force: bool = False,
              ckpt_id: Optional[int] = None) -> bool:
@@ -49,6 +58,7 @@ class Checkpointer:
                                     extra=ocp.args.JsonSave({**self.metadata, **(extra or {})})),
             force=force)
         self.manager.wait_until_finished()
+        self._last_save = self._clock()
         return saved
 
     def latest_step(self) -> Optional[int]:

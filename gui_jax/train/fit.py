@@ -83,13 +83,17 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         seed: int = 0, checkpoint_every: int = 50, stop_after_steps: Optional[int] = None,
         on_step: Optional[Callable[[int, dict], None]] = None,
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
-        row_length: Optional[int] = None) -> TrainState:
+        row_length: Optional[int] = None, checkpoint_seconds: float = 0.0) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
+
+    Checkpoints every `checkpoint_every` steps and, with `checkpoint_seconds` > 0, also once that much
+    wall time has passed since the last save.
 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
     install_sigterm_handler()
     ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=checkpoint_every,
+                        save_every_seconds=checkpoint_seconds,
                         metadata=checkpoint_metadata(agent))
     # A copy: the updater donates (consumes) its params, and agent.params must stay valid.
     state = init_train_state(agent.copy_params(), updater.optimizer, seed)

@@ -81,6 +81,21 @@ def test_checkpoint_resume_is_exact(tmp_path):
     np.testing.assert_array_equal(jax.random.key_data(out.rng), jax.random.key_data(ref.rng))
 
 
+def test_checkpoint_time_trigger_uses_the_clock(tmp_path):
+    params, _ = _setup()
+    now = [100.0]
+    ck = Checkpointer(str(tmp_path / "ck"), save_every=1000, save_every_seconds=600, clock=lambda: now[0])
+    assert not ck.should_save(7)          # neither 1000 steps nor 600 s
+    now[0] = 699.0
+    assert not ck.should_save(8)
+    now[0] = 700.0
+    assert ck.should_save(9)              # 600 s since construction
+    ck.save(init_train_state(params, make_optimizer(1e-3), 0))
+    assert not ck.should_save(10)         # the save restarts the clock
+    assert ck.should_save(1000)           # the step count still triggers
+    assert not Checkpointer(str(tmp_path / "ck2"), save_every=0, clock=lambda: 1e9).should_save(5)
+
+
 def test_logger_writes_jsonl_tb_and_png(tmp_path):
     lg = MetricsLogger(str(tmp_path))
     for t in range(5):
