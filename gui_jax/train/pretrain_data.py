@@ -1,0 +1,280 @@
+"""Endless, deterministic, random-access data for pretraining a small base model to read phone screens.
+
+Each item is one synthetic screen (train/pretrain_screens.py, labels from train/pretrain_labels.py) with a
+goal and the expert response, in exactly the agent's prompt format (`build_messages` + `expert_response`
+with the given PromptConfig, e.g. the quickstart's). Objectives:
+  tap          "Tap Quiet Fire" / "Open …" / "Select …"              → click(element=k) of that label's line
+  read         "What is the price of Quiet Fire?" (value beside/below) → answer(text=value)
+  state        "Is Quiet Fire on?" (switch / checkbox / tab)          → answer(text="yes" | "no")
+  home         "Open the Quiet Fire app" on a home screen             → click(element=k) of its icon
+  screen_text  a tap or home item whose `prompt_loss_weight` > 0: the trainer also puts next-token loss
+               on the UI-text tokens (`ui_span`; `encode_item` gives the token mask)
+`PretrainSource(prompt_cfg, mix, difficulty, pool, seed)[i]` is a pure function of (seed, i), with
+len 2**40 (a Grain-style RandomAccessDataSource). The `reading_eval` pool shares no word with `train`.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import re
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from gui_jax.core.dialects import ActionParseError, expressible, parse_response
+from gui_jax.core.types import Action
+from gui_jax.rl.batch import TrainSample
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, ui_text
+from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
+                                           READ_WHERE, STATE_GOALS, TAP_GOALS, YES, label_pool)
+from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
+
+OBJECTIVES = ("tap", "read", "state", "home", "screen_text")
+DEFAULT_MIX = {"tap": 0.4, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.15}
+SOURCE_LEN = 2 ** 40
+UI_HEADER = "\nUI:\n"  # what prompting._observation_content writes before the UI lines
+
+
+class ObjectiveMix:
+    """Objective name → positive weight; items draw their objective with probability weight / Σ weights."""
+
+    def __init__(self, weights: Optional[Mapping[str, float]] = None):
+        weights = dict(DEFAULT_MIX if weights is None else weights)
+        if not weights:
+            raise ValueError(f"mix: needs at least one objective of {OBJECTIVES}")
+        for name, w in weights.items():
+            if name not in OBJECTIVES:
+                raise ValueError(f"mix: unknown objective {name!r}; known: {', '.join(OBJECTIVES)}")
+            if not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+                raise ValueError(f"mix[{name!r}] must be a positive weight, got {w!r} "
+                                 "(leave an objective out instead)")
+        self.names = tuple(weights)
+        self.weights = {k: float(v) for k, v in weights.items()}
+        total = sum(self.weights.values())
+        self.probs = np.asarray([self.weights[k] / total for k in self.names])
+
+    def __repr__(self):
+        return f"ObjectiveMix({self.weights})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Difficulty:
+    """Curriculum knobs: UI lines per screen (min..max, ≤ 40), how often a distractor label shares a word with
+    the target ("Quiet Fire" among "Quiet Letters", "Midnight Fire"), which layouts and label kinds appear."""
+    min_lines: int = 4
+    max_lines: int = 16
+    shared_word_prob: float = 0.0
+    layouts: tuple = ()                       # allowed layouts; empty = all of LAYOUTS
+    label_kinds: Optional[Mapping] = None     # label kind → weight; None = DEFAULT_LABEL_KINDS
+
+    def __post_init__(self):
+        for name in ("min_lines", "max_lines"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or not MIN_LINES <= v <= MAX_LINES:
+                raise ValueError(f"difficulty.{name} must be an int in [{MIN_LINES}, {MAX_LINES}], got {v!r}")
+        if self.min_lines > self.max_lines:
+            raise ValueError(f"difficulty.min_lines ({self.min_lines}) > difficulty.max_lines ({self.max_lines})")
+        p = self.shared_word_prob
+        if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"difficulty.shared_word_prob must be in [0, 1], got {p!r}")
+        bad = [x for x in self.layouts if x not in LAYOUTS]
+        if bad:
+            raise ValueError(f"difficulty.layouts: unknown {bad}; known: {', '.join(LAYOUTS)}")
+        for k, w in (self.label_kinds or {}).items():
+            if k not in LABEL_KINDS:
+                raise ValueError(f"difficulty.label_kinds: unknown kind {k!r}; known: {', '.join(LABEL_KINDS)}")
+            if not isinstance(w, (int, float)) or not w > 0:
+                raise ValueError(f"difficulty.label_kinds[{k!r}] must be a positive weight, got {w!r}")
+        if self.label_kinds is not None and not self.label_kinds:
+            raise ValueError("difficulty.label_kinds is empty (None = the default kinds)")
+
+
+def quickstart_prompt_config(max_ui_lines: int = 24, dialect: str = "ui_s1") -> PromptConfig:
+    """The tiny agent's prompt settings (configs/quickstart.py), with room for `max_ui_lines` lines."""
+    return PromptConfig(dialect=dialect, observation="ui_text", target="element", history_turns=0,
+                        history_mode="compact", system_prompt=False, max_ui_lines=max_ui_lines, word_tokens=True,
+                        ui_text_skip_unlabeled=True, ui_text_class=False, goal_last=True)
+
+
+def _needs(objective: str) -> tuple[str, ...]:
+    return ("tap", "home") if objective == "screen_text" else (objective,)
+
+
+class PretrainSource:
+    """Random access over synthetic pretraining items: `source[i]` depends on (seed, i) only.
+
+    Item (dict): messages (chat, no images), target (response text), objective, goal, layout, label,
+    target_element (tap/home: int, else None), answer (read/state: str, else None), label_element,
+    value_element (read), ui_text, ui_span (message, content item, start, end of the UI lines in that text),
+    prompt_loss_weight (> 0 on screen_text items), n_lines, observation, pool, dialect, seed, index.
+    """
+
+    def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
+                 pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0):
+        if not isinstance(prompt_cfg, PromptConfig):
+            raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
+        if prompt_cfg.observation != "ui_text":
+            raise ValueError(f"prompt_cfg.observation must be 'ui_text' (screens have no pixels), "
+                             f"got {prompt_cfg.observation!r}")
+        if prompt_cfg.target != "element":
+            raise ValueError(f"prompt_cfg.target must be 'element' (targets are element indices), "
+                             f"got {prompt_cfg.target!r}")
+        if not (expressible(Action("click", element=0), prompt_cfg.dialect)
+                and expressible(Action("answer", text="x"), prompt_cfg.dialect)):
+            raise ValueError(f"prompt_cfg.dialect {prompt_cfg.dialect!r} cannot write click(element=k) and answer")
+        self.mix = mix if isinstance(mix, ObjectiveMix) else ObjectiveMix(mix)
+        self.difficulty = difficulty if difficulty is not None else Difficulty()
+        if not isinstance(self.difficulty, Difficulty):
+            raise ValueError(f"difficulty must be a Difficulty, got {type(difficulty).__name__}")
+        d = self.difficulty
+        if d.max_lines > prompt_cfg.max_ui_lines:
+            raise ValueError(f"difficulty.max_lines ({d.max_lines}) > prompt_cfg.max_ui_lines "
+                             f"({prompt_cfg.max_ui_lines}): raise max_ui_lines or lines would be cut")
+        if pool not in POOLS:
+            raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        if not isinstance(ui_loss_weight, (int, float)) or not ui_loss_weight > 0:
+            raise ValueError(f"ui_loss_weight must be > 0, got {ui_loss_weight!r}")
+        self.cfg, self.pool_name, self.seed, self.ui_loss_weight = prompt_cfg, pool, int(seed), float(ui_loss_weight)
+        self.pool = label_pool(pool)
+        self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
+        allowed = d.layouts or LAYOUTS
+        # objective → n_lines → layouts able to show it (checked here, so __getitem__ never fails on it)
+        self.choices: dict[str, dict[int, list[tuple[str, str]]]] = {}
+        for obj in self.mix.names:
+            self.choices[obj] = {}
+            for n in range(d.min_lines, d.max_lines + 1):
+                ok = [(lay, need) for need in _needs(obj) for lay in SERVES[need] if lay in allowed
+                      and layout_range(lay, need, prompt_cfg)[0] <= n <= layout_range(lay, need, prompt_cfg)[1]]
+                if not ok:
+                    raise ValueError(f"difficulty.layouts {tuple(allowed)} have no layout for objective {obj!r} "
+                                     f"with {n} lines (difficulty.min_lines..max_lines)")
+                self.choices[obj][n] = ok
+
+    def __len__(self) -> int:
+        return SOURCE_LEN
+
+    def __getitem__(self, i) -> dict:
+        i = int(i)
+        if not 0 <= i < SOURCE_LEN:
+            raise IndexError(f"index {i} outside [0, {SOURCE_LEN})")
+        rng = np.random.default_rng((self.seed, i))
+        obj = self.mix.names[int(rng.choice(len(self.mix.names), p=self.mix.probs))]
+        d = self.difficulty
+        n = int(rng.integers(d.min_lines, d.max_lines + 1))
+        options = self.choices[obj][n]
+        layout, need = options[int(rng.integers(len(options)))]
+        scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
+                           shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds)
+        goal, action, answer = _goal_and_action(rng, need, scr)
+        obs = scr.observation
+        messages, _ = build_messages(goal, [], obs, self.cfg)
+        element = action.element if action.type == "click" else None
+        target = expert_response(action, obs, self.cfg, element=element)
+        return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout,
+                "label": scr.target.label, "target_element": element, "answer": answer,
+                "label_element": scr.label_element, "value_element": scr.value_element,
+                "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages),
+                "prompt_loss_weight": self.ui_loss_weight if obj == "screen_text" else 0.0,
+                "n_lines": scr.n_lines, "observation": obs, "pool": self.pool_name, "dialect": self.cfg.dialect,
+                "seed": self.seed, "index": i}
+
+
+def _pick(rng, options: Sequence[str]) -> str:
+    return options[int(rng.integers(len(options)))]
+
+
+def _goal_and_action(rng, need: str, scr) -> tuple[str, Action, Optional[str]]:
+    """(goal text, expert action, answer or None) for the screen's target slot."""
+    s = scr.target
+    if need in ("tap", "home"):
+        goal = _pick(rng, TAP_GOALS if need == "tap" else HOME_GOALS).format(L=s.label)
+        return goal, Action("click", element=scr.tap_element), None
+    if need == "read":
+        options = READ_GOALS[s.value_kind] + READ_WHERE[s.where]
+        return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value
+    polarity = True if s.state_kind == "tab" else bool(rng.random() < 0.5)
+    answer = YES if s.state == polarity else NO
+    return _pick(rng, STATE_GOALS[(s.state_kind, polarity)]).format(L=s.label), Action("answer", text=answer), answer
+
+
+def ui_span(messages: list[dict]) -> tuple[int, int, int, int]:
+    """(message, content item, start, end): messages[m]["content"][c]["text"][start:end] is the UI text."""
+    m = len(messages) - 1
+    for c, part in enumerate(messages[m]["content"]):
+        text = part.get("text", "")
+        if text.startswith(UI_HEADER):
+            return m, c, len(UI_HEADER), len(text)
+    raise ValueError("the prompt's last message has no UI text (prompt observation must be ui_text)")
+
+
+# ---- encoding for the trainer ------------------------------------------------------------------------------
+@dataclasses.dataclass
+class EncodedItem:
+    """An item as token ids: `sample` as SFTSource makes it; `ui_mask` bool [P] marks the prompt tokens of the
+    UI text (where `prompt_loss_weight` applies)."""
+    sample: TrainSample
+    ui_mask: np.ndarray
+    prompt_loss_weight: float
+    objective: str
+
+
+def encode_item(agent, item: dict) -> EncodedItem:
+    """Token ids of an item through `agent.policy.encode` (the chat template and tokenizer of the agent).
+
+    The UI-text mask comes from encoding the prompt a second time with the UI lines left out: the tokens
+    between the common prefix and the common suffix of the two id sequences are the UI text's (exact unless
+    the tokenizer merges a token across the UI text's first or last character)."""
+    g = agent.policy.encode((item["messages"], []), item["target"])
+    sample = TrainSample(g.prompt_ids, g.response_ids, advantage=1.0, pixel_values=g.pixel_values,
+                         image_grid_thw=g.image_grid_thw)
+    m, c, start, end = item["ui_span"]
+    blank = copy.deepcopy(item["messages"])
+    text = blank[m]["content"][c]["text"]
+    blank[m]["content"][c]["text"] = text[:start] + text[end:]
+    ids = [int(t) for t in sample.prompt_ids]
+    ids0 = [int(t) for t in agent.policy.encode((blank, []), item["target"]).prompt_ids]
+    n = min(len(ids), len(ids0))
+    pre = 0
+    while pre < n and ids[pre] == ids0[pre]:
+        pre += 1
+    suf = 0
+    while suf < n - pre and ids[-1 - suf] == ids0[-1 - suf]:
+        suf += 1
+    mask = np.zeros(len(ids), bool)
+    mask[pre:len(ids) - suf] = True
+    return EncodedItem(sample, mask, float(item["prompt_loss_weight"]), item["objective"])
+
+
+# ---- reading evaluation ------------------------------------------------------------------------------------
+def reading_eval_items(n: int, lines_range: tuple[int, int] = (4, 24), shared_word_prob: float = 0.0,
+                       seed: int = 0, prompt_cfg: Optional[PromptConfig] = None,
+                       objectives: Sequence[str] = ("tap", "read")) -> list[dict]:
+    """n items from the `reading_eval` pool (no word of the train pool): equal shares of `objectives`.
+    prompt_cfg defaults to the quickstart's with max_ui_lines raised to lines_range[1] where needed."""
+    lo, hi = lines_range
+    cfg = prompt_cfg or quickstart_prompt_config(max_ui_lines=max(24, int(hi)))
+    src = PretrainSource(cfg, ObjectiveMix({o: 1.0 for o in objectives}),
+                         Difficulty(min_lines=lo, max_lines=hi, shared_word_prob=shared_word_prob),
+                         pool="reading_eval", seed=seed)
+    return [src[i] for i in range(int(n))]
+
+
+def normalize_answer(text: str) -> str:
+    """Lower case, single spaces, no surrounding quotes or final period."""
+    t = re.sub(r"\s+", " ", text.strip().lower())
+    return t.strip("'\"").strip().rstrip(".").strip()
+
+
+def score(item: dict, response_text: str) -> bool:
+    """Whether a model response does what the item asks: tap/home the target element index; read/state an
+    answer equal to the expected one after `normalize_answer`. Unparsable responses are wrong."""
+    try:
+        _, a = parse_response(response_text, item["dialect"])
+    except ActionParseError:
+        return False
+    if item["target_element"] is not None:
+        return a.type == "click" and a.element == item["target_element"]
+    return a.type == "answer" and a.text is not None and normalize_answer(a.text) == normalize_answer(item["answer"])
