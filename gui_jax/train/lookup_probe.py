@@ -9,6 +9,10 @@ index. A row of a batch is one screen followed by `queries` goals, each answered
                     = ; w1 w2 k_i \\n               (adjacent: the index is the token after the label)
     queries  Goal w1 w2 Answer k_j \\n   (adjacent: Goal w1 w2 k_j \\n)
 
+With `word_pieces` = p > 1 a word is p piece tokens from `train_words` (as a tokenizer splits an unknown word)
+and the held-out words are piece combinations that training never shows as a word: every held-out token
+was trained, only the words are new. That is the held-out set a real tokenizer gives a label it never saw.
+
 Only k_j after a goal is supervised (plus, with `screen_lm_weight` > 0, the next-token loss on the screen
 text). Labels are `key_words` words from a word pool; with `shared_words` the keys of one screen are drawn
 from a pool of only `lines` words, so the target's words also occur in distractor lines ("Quiet Fire"
@@ -25,6 +29,7 @@ same batches: when both stay at chance the data or the optimisation is the obsta
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import jax
@@ -64,8 +69,10 @@ class LookupProbeConfig:
   eval_every: int = 100
   eval_screens: int = 256
   seed: int = 0
-  curriculum: str = ""                 # "4:1500,12:300": 4-line screens for 1500 steps, then 12 for 300, then
-                                       # `lines` for the rest of `steps` (shared-word keys need ≥ 4 lines)
+  word_pieces: int = 1                 # piece tokens per word; > 1: held-out words = unseen piece combinations
+  curriculum: str = ""                 # "4x1:1500,12:300": 4-line screens of 1-word labels for 1500 steps, then
+                                       # 12 lines (of key_words words) for 300, then `lines` for the rest of
+                                       # `steps` (shared-word keys need ≥ 4 lines)
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -74,35 +81,78 @@ class LookupProbeConfig:
       raise ValueError(f"model {self.model!r} unknown; choose one of {MODELS}")
     if not 1 <= self.lines <= 50 or not 1 <= self.queries <= self.lines:
       raise ValueError(f"need 1 ≤ queries ({self.queries}) ≤ lines ({self.lines}) ≤ 50")
-    if self.stages()[-1][1] < 0:
+    if self.stages()[-1][2] < 0:
       raise ValueError(f"curriculum {self.curriculum!r} has more steps than steps={self.steps}")
-    for lines, _ in self.stages():
+    for lines, key_words, _ in self.stages():
       if not self.queries <= lines <= 50:
         raise ValueError(f"curriculum stage of {lines} lines: need queries ({self.queries}) ≤ lines ≤ 50")
-    if self.key_words not in (1, 2):
-      raise ValueError(f"key_words must be 1 or 2, got {self.key_words}")
+      if key_words not in (1, 2):
+        raise ValueError(f"key_words must be 1 or 2, got {key_words}")
     lo, hi = self.train_words
     hlo, hhi = self.held_out_words
-    if max(lo, hlo) < min(hi, hhi) or min(lo, hlo) < 100:
+    if not 1 <= self.word_pieces <= 3:
+      raise ValueError(f"word_pieces must be 1, 2 or 3, got {self.word_pieces}")
+    if self.word_pieces > 1:
+      if self.held_out_words != self.train_words or lo < 100 or hi - lo < 8:
+        raise ValueError(f"word_pieces={self.word_pieces}: held-out words are new combinations of the same "
+                         f"pieces, so held_out_words must equal train_words (≥ 8 ids from 100), got "
+                         f"{self.held_out_words} and {self.train_words}")
+    elif max(lo, hlo) < min(hi, hhi) or min(lo, hlo) < 100:
       raise ValueError(f"train_words {self.train_words} and held_out_words {self.held_out_words} must be "
                        "disjoint ranges of ids ≥ 100")
 
 
-  def stages(self) -> list[tuple[int, int]]:
-    """[(lines, steps)] of the curriculum, ending with `lines` for the steps left (possibly 0)."""
-    try:
-      head = [(int(a), int(b)) for a, b in (p.split(":") for p in self.curriculum.split(",") if p.strip())]
-    except ValueError:
-      raise ValueError(f"curriculum {self.curriculum!r}: write 'lines:steps,lines:steps'") from None
-    return head + [(self.lines, self.steps - sum(n for _, n in head))]
+  def stages(self) -> list[tuple[int, int, int]]:
+    """[(lines, key_words, steps)] of the curriculum, ending with (lines, key_words) for the steps left."""
+    head = []
+    for part in (p.strip() for p in self.curriculum.split(",")):
+      if not part:
+        continue
+      try:
+        shape, n = part.split(":")
+        lines, _, words = shape.partition("x")
+        head.append((int(lines), int(words) if words else self.key_words, int(n)))
+      except ValueError:
+        raise ValueError(f"curriculum {self.curriculum!r}: write 'lines:steps' or 'linesxkey_words:steps', "
+                         "comma-separated") from None
+    return head + [(self.lines, self.key_words, self.steps - sum(n for *_, n in head))]
 
 
-def screen_keys(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int]) -> list[tuple[int, ...]]:
-  """`cfg.lines` distinct labels of `cfg.key_words` words from the id range `words`."""
-  lo, hi = words
+def word_ids(cfg: LookupProbeConfig, held_out: bool) -> np.ndarray:
+  """The word ids of one side. word_pieces = 1: the token ids of train_words / held_out_words. Otherwise
+  numbers w < P^p (P = pieces in train_words) spelled by `word_tokens`; 1 in 5 combinations, chosen by a
+  fixed hash, is held out."""
+  if cfg.word_pieces == 1:
+    return np.arange(*(cfg.held_out_words if held_out else cfg.train_words))
+  n = (cfg.train_words[1] - cfg.train_words[0]) ** cfg.word_pieces
+  return _piece_words(n, held_out)
+
+
+@functools.lru_cache(maxsize=8)
+def _piece_words(n: int, held_out: bool) -> np.ndarray:
+  w = np.arange(n, dtype=np.int64)
+  mask = (w * 2654435761 % 1000003) % 5 == 0
+  return w[mask] if held_out else w[~mask]
+
+
+def word_tokens(cfg: LookupProbeConfig, word: int) -> list[int]:
+  """The tokens of one word: itself, or its `word_pieces` base-P digits as piece ids."""
+  if cfg.word_pieces == 1:
+    return [int(word)]
+  lo, hi = cfg.train_words
+  out = []
+  for _ in range(cfg.word_pieces):
+    word, digit = divmod(int(word), hi - lo)
+    out.append(lo + digit)
+  return out
+
+
+def screen_keys(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool) -> list[tuple[int, ...]]:
+  """`cfg.lines` distinct labels of `cfg.key_words` words (word ids of the held-out or the train side)."""
+  ids = word_ids(cfg, held_out)
   if cfg.key_words == 1:
-    return [(int(w),) for w in rng.choice(np.arange(lo, hi), cfg.lines, replace=False)]
-  pool = rng.choice(np.arange(lo, hi), max(cfg.lines, 4) if cfg.shared_words else 2 * cfg.lines, replace=False)
+    return [(int(w),) for w in rng.choice(ids, cfg.lines, replace=False)]
+  pool = rng.choice(ids, max(cfg.lines, 4) if cfg.shared_words else 2 * cfg.lines, replace=False)
   if not cfg.shared_words:
     return [(int(pool[2 * i]), int(pool[2 * i + 1])) for i in range(cfg.lines)]
   keys: dict[tuple[int, int], None] = {}
@@ -124,9 +174,9 @@ def screen_keys(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[i
   return out
 
 
-def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int], queries: int):
+def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool, queries: int):
   """One screen and its goals: (tokens, answer mask, screen mask), three equal-length int lists."""
-  keys = screen_keys(rng, cfg, words)
+  keys = [[t for w in key for t in word_tokens(cfg, w)] for key in screen_keys(rng, cfg, held_out)]
   tokens: list[int] = []
   for i, key in enumerate(keys):
     if cfg.order == "index_first":
@@ -145,11 +195,11 @@ def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[in
   return tokens, answer, [1] * screen_len + [0] * (len(tokens) - screen_len)
 
 
-def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, words: tuple[int, int], batch: int,
+def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool, batch: int,
                  queries: int):
   """(ids [B, L] int32, answer [B, L] f32 = 1 at supervised answer tokens, screen [B, L] f32 = 1 on screen
   tokens); L is rounded up to a multiple of 32 (padding id 0) so jit sees few shapes."""
-  rows = [screen_row(rng, cfg, words, queries) for _ in range(batch)]
+  rows = [screen_row(rng, cfg, held_out, queries) for _ in range(batch)]
   length = -(-max(len(r[0]) for r in rows) // 32) * 32
   out = [np.zeros((batch, length), dt) for dt in (np.int32, np.float32, np.float32)]
   for b, row in enumerate(rows):
@@ -272,18 +322,18 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
 
   eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])
   eval_rng = np.random.default_rng(cfg.seed + 10_000)
-  held_out = [lookup_batch(eval_rng, cfg, cfg.held_out_words, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
+  held_out = [lookup_batch(eval_rng, cfg, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
   rng = np.random.default_rng(cfg.seed)
-  lines_at = [lines for lines, n in cfg.stages() for _ in range(n)]
-  stage_cfgs = {lines: dataclasses.replace(cfg, lines=lines, curriculum="") for lines in set(lines_at)}
+  shape_at = [(lines, words) for lines, words, n in cfg.stages() for _ in range(n)]
+  stage_cfgs = {shape: dataclasses.replace(cfg, lines=shape[0], key_words=shape[1], curriculum="")
+                for shape in set(shape_at)}
   curve, start = [], time.time()
   for s in range(1, cfg.steps + 1):
-    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[lines_at[s - 1]],
-                                                                         cfg.train_words,
+    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[shape_at[s - 1]], False,
                                                                          cfg.batch, cfg.queries))
     if s % cfg.eval_every == 0 or s == cfg.steps:
       held = float(np.mean([float(eval_acc(params, *b)) for b in held_out]))
-      curve.append({"step": s, "lines": lines_at[s - 1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
+      curve.append({"step": s, "lines": shape_at[s - 1][0], "key_words": shape_at[s - 1][1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
                     "held_out_acc": round(held, 4), "seconds": round(time.time() - start, 1)})
       log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
       if on_eval is not None:

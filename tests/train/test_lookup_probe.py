@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gui_jax.train.lookup_probe import (GOAL, INDEX_BASE, NL, LookupProbeConfig, lookup_batch, reference_hidden,
-                                        reference_init, screen_row)
+                                        reference_init, screen_keys, screen_row, word_ids, word_tokens)
 
 
 def _lines(tokens, screen):
@@ -24,7 +24,7 @@ def test_each_answer_is_the_index_of_the_line_with_the_goal_words(order):
     cfg = LookupProbeConfig(lines=12, queries=5, key_words=2, order=order, filler=2)
     rng = np.random.default_rng(3)
     for _ in range(20):
-        tokens, answer, screen = screen_row(rng, cfg, cfg.train_words, cfg.queries)
+        tokens, answer, screen = screen_row(rng, cfg, False, cfg.queries)
         assert len(tokens) == len(answer) == len(screen)
         lines = _lines(tokens, screen)
         assert len(lines) == cfg.lines
@@ -41,10 +41,10 @@ def test_each_answer_is_the_index_of_the_line_with_the_goal_words(order):
 
 def test_held_out_screens_use_only_held_out_words_and_distractors_share_words():
     cfg = LookupProbeConfig(lines=24, queries=1, key_words=2, shared_words=True)
-    ids, answer, screen = lookup_batch(np.random.default_rng(0), cfg, cfg.held_out_words, 16, 1)
+    ids, answer, screen = lookup_batch(np.random.default_rng(0), cfg, True, 16, 1)
     words = ids[ids >= 100]
     assert words.min() >= cfg.held_out_words[0] and words.max() < cfg.held_out_words[1]
-    train_ids, _, _ = lookup_batch(np.random.default_rng(1), cfg, cfg.train_words, 16, 8)
+    train_ids, _, _ = lookup_batch(np.random.default_rng(1), cfg, False, 16, 8)
     assert not set(train_ids[train_ids >= 100].tolist()) & set(range(*cfg.held_out_words))
     assert ids.shape[1] % 32 == 0 and answer.sum() == 16
     for row, scr in zip(ids, screen):
@@ -53,11 +53,38 @@ def test_held_out_screens_use_only_held_out_words_and_distractors_share_words():
         assert all(any(set(k) & set(o) for o in keys if o != k) for k in keys)
 
 
+def test_piece_words_hold_out_combinations_of_trained_pieces():
+    cfg = LookupProbeConfig(lines=24, key_words=2, word_pieces=2, order="adjacent", train_words=(100, 160),
+                            held_out_words=(100, 160))
+    train, held = set(word_ids(cfg, False).tolist()), set(word_ids(cfg, True).tolist())
+    assert not train & held and len(train | held) == 60 ** 2 and 0.15 < len(held) / 3600 < 0.25
+    spell = lambda w: tuple(word_tokens(cfg, w))
+    assert len({spell(w) for w in train | held}) == 3600                # one spelling per word
+    assert all(100 <= t < 160 for w in held for t in spell(w))
+    train_pieces = {t for w in train for t in spell(w)}
+    assert {t for w in held for t in spell(w)} <= train_pieces          # every held-out token is trained
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        keys = screen_keys(rng, cfg, True)
+        assert all(w in held for k in keys for w in k) and len(keys) == 24
+        tokens, answer, _ = screen_row(rng, cfg, False, 4)
+        assert sum(answer) == 4 and len(tokens) == 24 * 7 + 4 * 7       # '; p p p p k \n', 'Goal p p p p k \n'
+
+
+def test_curriculum_stages_set_lines_and_key_words():
+    cfg = LookupProbeConfig(lines=24, queries=4, key_words=2, steps=100, curriculum="4x1:30, 8:20")
+    assert cfg.stages() == [(4, 1, 30), (8, 2, 20), (24, 2, 50)]
+    with pytest.raises(ValueError, match="linesxkey_words"):
+        LookupProbeConfig(curriculum="4y1:30")
+
+
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="order"):
         LookupProbeConfig(order="sideways")
     with pytest.raises(ValueError, match="disjoint"):
         LookupProbeConfig(train_words=(100, 2200), held_out_words=(2100, 2600))
+    with pytest.raises(ValueError, match="held_out_words must equal train_words"):
+        LookupProbeConfig(word_pieces=2)
 
 
 def test_reference_decoder_is_causal():
