@@ -1,4 +1,5 @@
-"""Advantage estimators (docs/algorithms.md §4, §6, §7 SPA, §8 GAE), registered by name.
+"""Advantage estimators (docs/algorithms.md §4, §6, §7 SPA, §8 GAE), registered by name (ADVANTAGE_ESTIMATORS),
+and the online trainer's group estimators (GROUP_ADVANTAGES, one signature, named by `OnlineAlgorithm.advantage`).
 
 All groupings are keyed by ids through segment ops (never by reshaping), so filtered or uneven groups
 work. Ids may be any int32 values in any order. Every function here is jittable (float/static args
@@ -293,6 +294,40 @@ def register_estimator(name: str, fn: Callable) -> Callable:
     if name in ADVANTAGE_ESTIMATORS:
         raise KeyError(f"advantage estimator {name!r} is already registered")
     ADVANTAGE_ESTIMATORS[name] = fn
+    return fn
+
+
+# --------------------------------------------------------------------------- online group advantages
+# The online trainer's estimators (an `OnlineAlgorithm.advantage` names one), all with one signature:
+#     fn(rewards [N] float32, group_ids [N] int32, *, lengths [N] int32, cfg) -> advantages [N]
+# over the N completed trajectories of an iteration (a group = the rollouts of one task; cfg = the `online`
+# block). The built-ins look their math up in ADVANTAGE_ESTIMATORS, so both registries name the same code.
+def _grpo_group(rewards, group_ids, *, lengths, cfg):
+    """Trajectory GRPO [N] (§6): the outcome standardised within each group."""
+    return get_estimator("grpo_trajectory")(rewards, group_ids)
+
+
+def _spa_group(rewards, group_ids, *, lengths, cfg):
+    """SPA [N] (§7): the 0/1 outcome as success, step-weighted by `lengths`, α = online.spa_alpha."""
+    return get_estimator("spa")(rewards, lengths, group_ids, alpha=cfg.get("spa_alpha", 1.0))["advantages"]
+
+
+GROUP_ADVANTAGES: dict[str, Callable] = {"grpo": _grpo_group, "spa": _spa_group}
+
+
+def get_group_advantage(name: str) -> Callable:
+    """The online group-advantage estimator registered as `name` (see GROUP_ADVANTAGES)."""
+    try:
+        return GROUP_ADVANTAGES[name]
+    except KeyError:
+        raise ValueError(f"unknown group advantage estimator {name!r}; known: {sorted(GROUP_ADVANTAGES)}") from None
+
+
+def register_group_advantage(name: str, fn: Callable) -> Callable:
+    """Register an online estimator fn(rewards, group_ids, *, lengths, cfg) -> [N] (overwriting is an error)."""
+    if name in GROUP_ADVANTAGES:
+        raise ValueError(f"group advantage estimator {name!r} is already registered")
+    GROUP_ADVANTAGES[name] = fn
     return fn
 
 

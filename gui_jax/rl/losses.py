@@ -15,7 +15,7 @@ the trained step (multi-turn response) a token belongs to, unique within its row
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -197,3 +197,27 @@ def finalize_metrics(metric_dicts) -> dict[str, float]:
     if "ratio_mean" in out and "ratio_sq" in out:
         out["ratio_std"] = max(out["ratio_sq"] - out["ratio_mean"] ** 2, 0.0) ** 0.5
     return out
+
+
+# --------------------------------------------------------------------------- registry
+# Actor losses by name (an `OnlineAlgorithm.policy_loss` names one). Each has combine_loss's signature:
+#     fn(logp, old_logp, advantages, mask, *, ref_logp, kl_coef, kl_kind, clip_low, clip_high, dual_clip,
+#        agg, step_ids) -> (loss_sum, denominator, metrics of (sum, count) pairs)
+# on one micro-batch ([B, L] arrays, see the module doc); it runs inside the jitted update.
+POLICY_LOSSES: dict[str, Callable] = {"ppo_clip": combine_loss}
+
+
+def get_policy_loss(name: str) -> Callable:
+    """The policy loss registered as `name` (see POLICY_LOSSES)."""
+    try:
+        return POLICY_LOSSES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy loss {name!r}; known: {sorted(POLICY_LOSSES)}") from None
+
+
+def register_policy_loss(name: str, fn: Callable) -> Callable:
+    """Register `fn` (combine_loss's signature) under `name` (overwriting is an error)."""
+    if name in POLICY_LOSSES:
+        raise ValueError(f"policy loss {name!r} is already registered")
+    POLICY_LOSSES[name] = fn
+    return fn

@@ -7,7 +7,9 @@ reference) on every step's response tokens, with the behaviour log-probs of the 
 
     summary = train_online(agent, train_tasks, pcfg, config.online, env_cfg=config.env, workdir=...)
 
-Algorithms (`online.algorithm`):
+Algorithms (`online.algorithm`, any name registered in `gui_jax.rl.algorithms`; the trainer calls the
+registered `OnlineAlgorithm`'s estimator, loss and hooks and never compares the name; built-ins in
+`online_algorithms`):
 - grpo: A_i = (R_i − mean)/(std + 1e-6) over the trajectories of one task (groups keyed by task id),
   broadcast to every step and token;
 - adagrpo: SPA advantages (`spa`), AdaPR replay (`adapr`) with negative pruning (`prune_negatives`),
@@ -40,14 +42,17 @@ import numpy as np
 from absl import logging
 
 from gui_jax.envs.pool import EnvPool, PoolConfig
-from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum
+from gui_jax.rl.adagrpo import FailureCurriculum
+from gui_jax.rl.advantages import get_group_advantage
+from gui_jax.rl.losses import get_policy_loss
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
 from gui_jax.tasks.curriculum import Curriculum
+from gui_jax.train.online_algorithms import get_algorithm
 from gui_jax.train.online_config import needs_reward_model, validate_online
 from gui_jax.train.online_ppo import critic_dir
 from gui_jax.train.online_rewards import apply_rewards
-from gui_jax.train.online_select import Traj, sample_tasks, select_adagrpo, step_samples, trajectory_advantages
+from gui_jax.train.online_select import Traj, group_advantages, sample_tasks, step_samples
 from gui_jax.train.rl_common import RLRun
 
 REPORT_KEYS = ("episodes", "completed", "env_failure", "retried", "failed_attempts", "stale_restarts",
@@ -91,22 +96,23 @@ def rollout_config(cfg, iteration: int) -> RolloutConfig:
 
 # ------------------------------------------------------------------------------------------- the run
 class OnlineRun(RLRun):
-    """RLRun + the online trainers' side state (curriculum, FCF, AdaPR buffer, rollout report, critic)."""
+    """RLRun + the online trainers' side state (curriculum, FCF, the algorithm's replay buffer, rollout
+    report, critic), with the registered algorithm's policy loss."""
 
     def __init__(self, agent, tasks: Sequence, cfg, *, workdir: str, ref_params=None, prefix: str = "online",
                  logger=None, critic=None):
         validate_online(cfg)
         self.workdir = workdir
+        self.algorithm = get_algorithm(cfg.algorithm)
         super().__init__(agent, len(tasks), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix,
-                         logger=logger)
-        ada = cfg.algorithm == "adagrpo"
+                         logger=logger, policy_loss=get_policy_loss(self.algorithm.policy_loss))
         self.curriculum = (Curriculum(switch_iterations=tuple(cfg.curriculum_switch_iterations),
                                       success_threshold=cfg.get("curriculum_success_threshold"))
                            if cfg.curriculum else None)
         self.fcf = (FailureCurriculum(cfg.fcf_fail_epochs, cfg.fcf_cooldown_epochs, cfg.fcf_decay,
                                       cfg.fcf_remove_after) if cfg.get("fcf") else None)
-        self.buffer = (AdaPRBuffer(cfg.adapr_capacity, cfg.adapr_tau, cfg.adapr_fraction)
-                       if ada and cfg.get("adapr") else None)
+        # checkpointed under "adapr" (AdaGRPO's buffer, the only replay today) so old checkpoints resume
+        self.buffer = self.algorithm.replay(cfg) if self.algorithm.replay is not None else None
         self.report = {k: 0 for k in REPORT_KEYS}
         self.critic = critic
         side = self.restored_extra.get("online", {})
@@ -121,8 +127,8 @@ class OnlineRun(RLRun):
             if self.critic is not None:
                 path = critic_dir(workdir, self.iteration)
                 if not os.path.isdir(path):
-                    raise FileNotFoundError(f"resuming PPO at iteration {self.iteration}: critic checkpoint "
-                                            f"{path} is missing")
+                    raise FileNotFoundError(f"resuming {cfg.algorithm} at iteration {self.iteration}: critic "
+                                            f"checkpoint {path} is missing")
                 self.critic.load(path)
 
     def side_state(self) -> dict:
@@ -183,22 +189,19 @@ def grpo_samples(trajs: Sequence[Traj], cfg, *, skip_zero: bool = True) -> list:
 
 
 def advantage_step(run: OnlineRun, trajs: list[Traj], cfg, rng: np.random.Generator, *, reward_fn=None) -> tuple[list, dict]:
-    """Sets advantages and picks what this iteration trains on → (TrainSamples, metrics)."""
+    """Sets advantages and picks what this iteration trains on → (TrainSamples, metrics), through the
+    registered algorithm: its `samples` hook (PPO), else its group estimator, then its `select` hook."""
+    algo = get_algorithm(cfg.algorithm)
+    if algo.samples is not None:
+        return algo.samples(run, trajs, cfg, reward_fn=reward_fn)
     metrics: dict = {}
-    if cfg.algorithm == "ppo":
-        from gui_jax.train.online_ppo import ppo_samples
-        return ppo_samples(run.critic, trajs, cfg, reward_fn=reward_fn)
-    ada = cfg.algorithm == "adagrpo"
-    adv = trajectory_advantages(trajs, use_spa=ada and cfg.spa, spa_alpha=cfg.get("spa_alpha", 1.0))
+    adv = group_advantages(trajs, get_group_advantage(algo.advantage_name(cfg)), cfg)
     for t, a in zip(trajs, adv):
         t.advantage = float(a)
     chosen = trajs
-    if ada:
-        sel = select_adagrpo(trajs, run.buffer, rng, nominal_batch=cfg.episodes_per_iteration * cfg.num_rollouts,
-                             prune=cfg.prune_negatives, max_neg_per_pos=cfg.max_neg_per_pos)
-        chosen = sel.trajs
-        metrics.update({"pruned": sel.pruned, "replayed": sel.replayed, "buffer_inserted": sel.inserted,
-                        "buffer_size": len(run.buffer) if run.buffer is not None else 0})
+    if algo.select is not None:
+        chosen, selected = algo.select(run, trajs, cfg, rng)
+        metrics.update(selected)
     metrics["trained_trajectories"] = sum(t.advantage != 0.0 for t in chosen)
     return grpo_samples(chosen, cfg, skip_zero=cfg.get("skip_zero_advantage", True)), metrics
 
@@ -228,13 +231,9 @@ def train_online(agent, tasks: Sequence, pcfg: PromptConfig, cfg, *, workdir: st
         raise ValueError(f"online.reward = {cfg.get('reward')!r}, online.step_reward = {cfg.get('step_reward')!r}, "
                          f"online.critic_init = {cfg.get('critic_init')!r} need a trained reward model: set "
                          f"online.rm_checkpoint_dir (the online_rl job loads it) or pass reward_model=")
-    critic = None
-    if cfg.algorithm == "ppo":
-        from gui_jax.train.online_ppo import Critic
-        if critic_params is None and cfg.get("critic_init", "") == "rm":
-            from gui_jax.train.online_rewards import critic_params_from_rm
-            critic_params = critic_params_from_rm(agent, reward_model)
-        critic = Critic(agent, cfg, params=critic_params)
+    algo = get_algorithm(cfg.algorithm)
+    critic = (algo.make_critic(agent, cfg, params=critic_params, reward_model=reward_model)
+              if algo.make_critic is not None else None)
     run = OnlineRun(agent, tasks, cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger,
                     critic=critic)
     own_pool = pool is None

@@ -3,6 +3,8 @@
 The `online` block holds the shared policy-loss / optimizer / checkpoint fields of `rl_block` (so
 `RLRun` reads it directly) plus the rollout, curriculum and per-algorithm switches. Every knob a
 paper ablates is a field: `spa`, `adapr`, `prune_negatives`, `fcf`, the curriculum, the GAE level.
+`online.algorithm` is any name registered in `gui_jax.rl.algorithms` (built-ins: `online_algorithms`);
+the algorithm's own defaults and checks come from its `defaults` / `validate` hooks.
 """
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import math
 import ml_collections
 
 from gui_jax.train.config_blocks import rl_block
+from gui_jax.train.online_algorithms import algorithm_names, get_algorithm
 
-ALGORITHMS = ("grpo", "adagrpo", "ppo")
 GAE_LEVELS = ("step", "token")
 REWARDS = ("rule", "rm")
 STEP_REWARDS = ("none", "prm")
@@ -25,8 +27,8 @@ _SHARED = ("seed", "iterations", "clip_low", "clip_high", "dual_clip", "kl_coef"
 
 
 def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown online.algorithm {algorithm!r}; known: {ALGORITHMS}")
+    """The `online` block of a registered algorithm: shared fields, then the algorithm's `defaults` hook."""
+    algo = get_algorithm(algorithm)  # unknown name: one-line error listing the registered ones
     base = rl_block()
     c = ml_collections.ConfigDict({k: base[k] for k in _SHARED})
     # Keep FieldReference placeholders (None-able fields) as they are in rl_block.
@@ -83,12 +85,8 @@ def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
         "format_weight": 0.0,              # w_f: r_t += w_f·[the response parsed] (ppo)
         "critic_init": "",                 # ppo: "" (the policy's backbone) | rm (the RM's backbone + label head)
     })
-    if algorithm == "ppo":
-        c.kl_coef = 0.0
-        c.curriculum = False
-        c.fcf = False
-    if algorithm == "grpo":
-        c.fcf = False
+    if algo.defaults is not None:
+        algo.defaults(c)
     return c
 
 
@@ -110,9 +108,8 @@ def env_block() -> ml_collections.ConfigDict:
 
 
 def validate_online(cfg) -> None:
-    """Clear errors for the fields the trainer dispatches on."""
-    if cfg.algorithm not in ALGORITHMS:
-        raise ValueError(f"online.algorithm = {cfg.algorithm!r}; known: {ALGORITHMS}")
+    """Clear errors for the fields the trainer dispatches on, then the algorithm's own `validate` hook."""
+    algo = get_algorithm(cfg.algorithm)
     if cfg.get("gae_level", "step") not in GAE_LEVELS:
         raise ValueError(f"online.gae_level = {cfg.gae_level!r}; known: {GAE_LEVELS}")
     if cfg.rollout_mode not in ("sync", "async"):
@@ -124,6 +121,8 @@ def validate_online(cfg) -> None:
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
         raise ValueError(f"online.max_staleness = {k!r}: expected an integer >= 0 or None (unbounded)")
     validate_reward_fields(cfg)
+    if algo.validate is not None:
+        algo.validate(cfg)
 
 
 def needs_reward_model(cfg) -> bool:
@@ -133,7 +132,8 @@ def needs_reward_model(cfg) -> bool:
 
 
 def validate_reward_fields(cfg) -> None:
-    """The reward-model switches: known values, a threshold in [0, 1], PPO-only fields only with ppo."""
+    """The reward-model switches: known values, a threshold in [0, 1], per-step reward fields only with an
+    algorithm that takes them (`dense_rewards`: ppo)."""
     for name, known in (("reward", REWARDS), ("step_reward", STEP_REWARDS), ("critic_init", CRITIC_INITS)):
         value = cfg.get(name, known[0])
         if value not in known:
@@ -145,8 +145,11 @@ def validate_reward_fields(cfg) -> None:
         w = cfg.get(name, 0.0)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(float(w)):
             raise ValueError(f"online.{name} = {w!r}: expected a finite number")
-    if cfg.algorithm != "ppo":
+    if not get_algorithm(cfg.algorithm).dense_rewards:
+        dense = [n for n in algorithm_names() if get_algorithm(n).dense_rewards]
+        kind = "/".join(n.upper() for n in dense) or "per-step"
+        use = "".join(f"online.algorithm={n!r} or " for n in dense)
         for name, off in (("step_reward", "none"), ("critic_init", ""), ("format_weight", 0.0)):
             if cfg.get(name, off) != off:
-                raise ValueError(f"online.{name} = {cfg.get(name)!r} is a PPO reward setting but online.algorithm "
-                                 f"= {cfg.algorithm!r}; set online.algorithm='ppo' or online.{name}={off!r}")
+                raise ValueError(f"online.{name} = {cfg.get(name)!r} is a {kind} reward setting but online.algorithm "
+                                 f"= {cfg.algorithm!r}; set {use}online.{name}={off!r}")

@@ -14,7 +14,8 @@ Rewards (per completed trajectory):
                  with the agreement rate, so a run shows how far the RM reward departs from the truth;
   dense (ppo):   r_t = prm_weight·P(+ | step t)·[step_reward = prm] + format_weight·[response t parsed],
                  fed through the PPO trainer's `reward_fn(trajectory, t)` hook (the outcome term
-                 `outcome_reward`·success is added on the last step by the trainer).
+                 `outcome_reward`·success is added on the last step by the trainer); the same for any
+                 registered algorithm with `dense_rewards`.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from flax import nnx
 
 from gui_jax.core.types import Action, Episode
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
+from gui_jax.train.online_algorithms import get_algorithm
 
 
 # ------------------------------------------------------------------------------------------ trajectories → RM records
@@ -153,7 +155,7 @@ def apply_rewards(records: Sequence, trajs: Sequence, cfg, reward_model=None,
         metrics.update({"reward_rm_mean": float(rm.mean()), "rm_agreement": float((rm == rule).mean()),
                         "rm_p_mean": float(p.mean()), "rm_false_positive": int((rm & ~rule).sum()),
                         "rm_false_negative": int((~rm & rule).sum())})
-    if cfg.algorithm != "ppo":
+    if not get_algorithm(cfg.algorithm).dense_rewards:  # only algorithms with per-step rewards use a reward_fn table
         return user_fn, metrics
     prm = cfg.get("step_reward", "none") == "prm"
     fmt = float(cfg.get("format_weight", 0.0))

@@ -1,4 +1,4 @@
-"""Host-side steps of the online trainers: trajectory advantages (GRPO / SPA), AdaPR mixing with
+"""Host-side steps of the online trainers: group advantages (any registered estimator), AdaPR mixing with
 negative pruning, FCF-weighted task sampling, and trajectories → training samples.
 
 Everything here is plain numpy on small per-trajectory arrays so each step can be checked by hand
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum, prune_negatives
-from gui_jax.rl.advantages import grpo_trajectory, index_ids, spa
+from gui_jax.rl.advantages import index_ids
 from gui_jax.rl.batch import TrainSample
 
 
@@ -35,17 +35,15 @@ class Traj:
         return 1.0 if self.success else 0.0
 
 
-def trajectory_advantages(trajs: Sequence[Traj], *, use_spa: bool, spa_alpha: float = 1.0) -> np.ndarray:
-    """[N] advantages over groups keyed by task id: trajectory GRPO on the 0/1 outcome
-    (docs/algorithms.md §6), or SPA's step-weighted standardisation of r̃ (§7)."""
+def group_advantages(trajs: Sequence[Traj], estimator: Callable, cfg) -> np.ndarray:
+    """[N] float32 advantages of a `GROUP_ADVANTAGES` estimator over groups keyed by task id: it gets the
+    0/1 outcomes [N], group ids [N], lengths [N] (e.g. trajectory GRPO, docs/algorithms.md §6; SPA, §7)."""
     if not trajs:
         return np.zeros((0,), np.float32)
     gid = index_ids([t.task_id for t in trajs])
-    success = np.array([t.success for t in trajs], np.float32)
-    if use_spa:
-        lengths = np.array([t.length for t in trajs], np.int32)
-        return np.asarray(spa(success, lengths, gid, alpha=spa_alpha)["advantages"], np.float32)
-    return np.asarray(grpo_trajectory(success, gid), np.float32)
+    rewards = np.array([t.reward for t in trajs], np.float32)
+    lengths = np.array([t.length for t in trajs], np.int32)
+    return np.asarray(estimator(rewards, gid, lengths=lengths, cfg=cfg), np.float32)
 
 
 @dataclasses.dataclass

@@ -3,7 +3,7 @@ checkpoints, and turning sampled generations into training samples."""
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 import numpy as np
@@ -16,25 +16,26 @@ from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
 from gui_jax.train.state import TrainState, Updater, init_train_state, make_optimizer
 
 
-def rl_loss_fn(graphdef, rest, cfg):
-    """PPO-clip + β·KL (docs/algorithms.md §5) on one micro-batch; returns (sum, denominator, metrics)."""
+def rl_loss_fn(graphdef, rest, cfg, policy_loss: Callable = combine_loss):
+    """`policy_loss` (default PPO-clip + β·KL, docs/algorithms.md §5; any `losses.POLICY_LOSSES` entry) on
+    one micro-batch; returns (sum, denominator, metrics)."""
     dual = cfg.get("dual_clip")
 
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
         logp, _ = model_forward_logprobs(model, batch)
-        return combine_loss(logp, batch["old_logp"], batch["advantages"], batch["loss_mask"],
-                            ref_logp=batch["ref_logp"] if cfg.kl_coef > 0 else None,
-                            kl_coef=cfg.kl_coef, kl_kind=cfg.kl_kind, clip_low=cfg.clip_low,
-                            clip_high=cfg.clip_high, dual_clip=dual, agg=cfg.aggregation,
-                            step_ids=batch["step_ids"])
+        return policy_loss(logp, batch["old_logp"], batch["advantages"], batch["loss_mask"],
+                           ref_logp=batch["ref_logp"] if cfg.kl_coef > 0 else None,
+                           kl_coef=cfg.kl_coef, kl_kind=cfg.kl_kind, clip_low=cfg.clip_low,
+                           clip_high=cfg.clip_high, dual_clip=dual, agg=cfg.aggregation,
+                           step_ids=batch["step_ids"])
     return loss
 
 
-def make_rl_updater(agent, cfg) -> Updater:
+def make_rl_updater(agent, cfg, policy_loss: Callable = combine_loss) -> Updater:
     opt = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                          max_grad_norm=cfg.max_grad_norm)
-    return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg), opt,
+    return Updater(rl_loss_fn(agent.graphdef, agent.rest, cfg, policy_loss), opt,
                    compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
 
 
@@ -152,10 +153,11 @@ class _Indices:
 
 class RLRun:
     """The resumable skeleton of an RL trainer: optimizer + reference + checkpoints + the episode
-    iterator (Grain, checkpointed) + per-iteration logging. Trainers supply the rollouts."""
+    iterator (Grain, checkpointed) + per-iteration logging. Trainers supply the rollouts and may
+    swap the actor's loss (`policy_loss`, combine_loss's signature)."""
 
     def __init__(self, agent, n_episodes: int, cfg, *, workdir: str, ref_params=None, prefix: str,
-                 logger=None):
+                 logger=None, policy_loss: Callable = combine_loss):
         from absl import logging
         from tqdm.auto import tqdm
 
@@ -163,7 +165,7 @@ class RLRun:
         if n_episodes < 1:
             raise ValueError("RL needs at least one training episode")
         self.agent, self.cfg, self.prefix, self.logger = agent, cfg, prefix, logger
-        self.updater = make_rl_updater(agent, cfg)
+        self.updater = make_rl_updater(agent, cfg, policy_loss)
         self.ref = RefLogprobs(agent, reference_params(agent, workdir, ref_params)) if cfg.kl_coef > 0 else None
         # recompute_old_logprobs: π_old = the training forward at the start of the update instead of
         # the sampler's logprobs (they differ when the sampler runs in bf16 or another kernel).
