@@ -43,6 +43,8 @@ JOBS: dict[str, JobEntry] = {
                             "reward-model step / outcome precision, recall, F1 by length and difficulty"),
     "verifier_eval": JobEntry("gui_jax.jobs.verifier_eval:run",
                               "best-of-n verifier (policy samples, RM picks): held-out SR against n with 95 % CIs"),
+    "pretrain": JobEntry("gui_jax.jobs.pretrain:run",
+                         "pretrain the small base on synthetic screens (tap, read, state, screen text); resumable"),
     "lookup_probe": JobEntry("gui_jax.jobs.lookup_probe:run",
                              "synthetic look-up probe: learn to find the named line from random weights (curve)"),
     "self_improve": JobEntry("gui_jax.jobs.self_improve:run",

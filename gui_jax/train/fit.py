@@ -83,11 +83,13 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         seed: int = 0, checkpoint_every: int = 50, stop_after_steps: Optional[int] = None,
         on_step: Optional[Callable[[int, dict], None]] = None,
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
-        row_length: Optional[int] = None, checkpoint_seconds: float = 0.0) -> TrainState:
+        row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
+        after_step: Optional[Callable[[TrainState, dict], None]] = None) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
 
     Checkpoints every `checkpoint_every` steps and, with `checkpoint_seconds` > 0, also once that much
-    wall time has passed since the last save.
+    wall time has passed since the last save. `after_step(state, metrics)` sees the updated state (for
+    evaluations during training); `on_step(step, metrics)` only the step.
 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
@@ -125,6 +127,8 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
             logger.write(state.step, metrics, prefix=prefix)
         if on_step is not None:
             on_step(state.step, metrics)
+        if after_step is not None:
+            after_step(state, metrics)
         pbar.update(1)
         pbar.set_postfix(loss=f"{metrics['loss']:.3f}")
         if ckpt.should_save(state.step) or state.step == num_steps:

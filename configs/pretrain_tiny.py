@@ -1,0 +1,50 @@
+"""Pretrain the tiny base model (Qwen2.5-VL architecture) on synthetic phone screens in the agent's prompt
+format: tap the named element, read a row's value, state questions, home-screen apps, with next-token loss on
+the screen text (gui_jax/train/pretrain.py, gui_jax/train/pretrain_data.py).
+
+    python -m gui_jax.main --config configs/pretrain_tiny.py --workdir runs/pretrain_tiny
+
+Long runs are normal: re-run the same command to resume. Labels come from a generator whose words are disjoint
+from PhoneSim's tasks; the reading accuracy is measured on a label pool pretraining never samples.
+"""
+import ml_collections
+
+from gui_jax.train.config_blocks import model_block, prompt_block
+
+
+def get_config():
+    c = ml_collections.ConfigDict()
+    c.job = "pretrain"
+    c.seed = 0
+    c.model = model_block("tiny")
+    # the tiny agent's prompt (configs/quickstart.py), with room for 40-line screens
+    c.prompt = prompt_block()
+    c.prompt.update(observation="ui_text", target="element", history_turns=0, history_mode="compact",
+                    system_prompt=False, max_ui_lines=40, word_tokens=True, ui_text_skip_unlabeled=True,
+                    ui_text_class=False, goal_last=True)
+    c.pretrain = ml_collections.ConfigDict({
+        "num_steps": 20000,
+        "batch_size": 32,
+        "micro_batch_size": 8,          # rows per micro-batch (packed rows with packing=True)
+        "learning_rate": 1e-3,
+        "warmup_steps": 200,
+        "schedule": "constant",         # constant | cosine
+        "weight_decay": 0.0,
+        "max_grad_norm": 1.0,
+        "packing": True,                # several items per row (segment ids)
+        "row_length": 1024,             # tokens per packed row
+        "prompt_loss_weight": 0.1,      # w · next-token loss on the prompt (mostly the screen text)
+        "prompt_loss_chunk": 1024,
+        # objective:weight (tap, read, state, home, screen_text)
+        "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
+        # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
+        "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
+        "eval_every": 250,              # updates between reading evaluations (held-out labels)
+        "eval_items": 256,
+        "checkpoint_every": 500,
+        "checkpoint_minutes": 10.0,     # also checkpoint after this much wall time
+        "data_threads": 2,              # Grain read threads
+        "export_dtype": "bfloat16",     # the exported base's weights ('' = the params' dtype)
+        "stop_after_steps": ml_collections.config_dict.placeholder(int),
+    })
+    return c

@@ -1,0 +1,230 @@
+"""Pretraining the small base model on the endless synthetic screen stream (train/pretrain_data.py).
+
+A run is `num_steps` updates of the SFT loss (the expert response, plus `prompt_loss_weight` · next-token loss
+on the prompt, i.e. mostly the screen text) over batches drawn from `PretrainSource`. Batch s holds the items
+s·B … s·B + B − 1 of the stream, and item i is a pure function of (seed, i), so the data position is exact
+after a resume (`fit` stores the Grain iterator state beside the Orbax checkpoint).
+
+Curriculum (`curriculum`): comma-separated stages `min-max@p:steps`, screens of min..max UI lines whose
+distractors share a word with the target with probability p, for `steps` updates; the last stage may omit
+`:steps` and runs to the end. Example: "4-8@0:500,4-16@0.5:1500,8-40@1" (screens up to 40 lines need
+prompt.max_ui_lines ≥ 40).
+
+Reading accuracy: teacher-forced exact match of the whole expert response on items of the `reading_eval`
+label pool (words pretraining never samples). Every token's argmax equal to the expert's means greedy
+decoding writes exactly the expert response, so this is a lower bound on greedy success.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from gui_jax.rl.batch import build_batch, model_forward_logprobs
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.train.pretrain_data import (OBJECTIVES, Difficulty, ObjectiveMix, PretrainSource, encode_item,
+                                         reading_eval_items)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One curriculum stage: `steps` updates (None: to the end) on screens of this difficulty."""
+    difficulty: Difficulty
+    steps: Optional[int]
+
+
+def parse_curriculum(spec: str) -> list[Stage]:
+    """'4-8@0:500,8-40@1' → [Stage(Difficulty(4, 8, 0.0), 500), Stage(Difficulty(8, 40, 1.0), None)]."""
+    stages = []
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if not parts:
+        raise ValueError("pretrain.curriculum is empty: write stages 'min-max@p:steps', e.g. '4-8@0:500,8-24@0.5'")
+    for k, part in enumerate(parts):
+        try:
+            shape, _, steps = part.partition(":")
+            lines, _, prob = shape.partition("@")
+            lo, _, hi = lines.partition("-")
+            difficulty = Difficulty(min_lines=int(lo), max_lines=int(hi or lo), shared_word_prob=float(prob or 0.0))
+            n = int(steps) if steps else None
+        except ValueError as e:
+            raise ValueError(f"pretrain.curriculum stage {k + 1} {part!r}: {e} (write 'min-max@p:steps')") from None
+        if n is None and k != len(parts) - 1:
+            raise ValueError(f"pretrain.curriculum stage {k + 1} {part!r} has no ':steps' but is not the last stage")
+        if n is not None and n <= 0:
+            raise ValueError(f"pretrain.curriculum stage {k + 1} {part!r}: steps must be > 0")
+        stages.append(Stage(difficulty, n))
+    return stages
+
+
+def parse_mix(spec: str) -> ObjectiveMix:
+    """'tap:0.5,read:0.3,state:0.2' → ObjectiveMix (objectives: tap, read, state, home, screen_text)."""
+    weights = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        name, _, w = part.partition(":")
+        try:
+            weights[name.strip()] = float(w)
+        except ValueError:
+            raise ValueError(f"pretrain.mix entry {part!r}: write 'objective:weight' with objectives "
+                             f"{OBJECTIVES}") from None
+    return ObjectiveMix(weights)
+
+
+class CurriculumStream:
+    """Items of the pretraining stream as TrainSamples: item i belongs to update i // batch_size and is drawn
+    from that update's curriculum stage. Random access, a pure function of (seed, i)."""
+
+    def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
+                 batch_size: int, seed: int):
+        self.agent, self.batch_size = agent, int(batch_size)
+        self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed) for s in stages]
+        ends, at = [], 0
+        for s in stages:
+            at = at + s.steps if s.steps is not None else None
+            ends.append(at)
+            if at is None:
+                break
+        self.ends = ends            # update index where each stage ends (None: never)
+
+    def stage_of(self, step: int) -> int:
+        """The curriculum stage of update `step` (0-based); after the last bounded stage, the last one."""
+        for k, end in enumerate(self.ends):
+            if end is None or step < end:
+                return k
+        return len(self.ends) - 1
+
+    def __len__(self) -> int:
+        return len(self.sources[0])
+
+    def __getitem__(self, i: int):
+        return encode_item(self.agent, self.sources[self.stage_of(int(i) // self.batch_size)][int(i)]).sample
+
+
+def exact_match_fn(graphdef, rest):
+    """jitted (params, batch) → bool [B]: every response token of the row is the argmax of the model."""
+    @jax.jit
+    def exact(params, batch):
+        model = nnx.merge(graphdef, params, rest)
+        _, logits = model_forward_logprobs(model, batch)
+        targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
+        ok = (jnp.argmax(logits, axis=-1) == targets) | ~batch["target_valid"]
+        return ok.all(axis=-1)
+    return exact
+
+
+class ReadingEval:
+    """Teacher-forced exact match on fixed `reading_eval` items (labels pretraining never samples), per
+    objective and overall."""
+
+    def __init__(self, agent, prompt_cfg: PromptConfig, *, n_items: int, lines_range: tuple[int, int],
+                 shared_word_prob: float, seed: int, objectives: Sequence[str] = ("tap", "read"),
+                 rows: int = 16):
+        self.agent, self.rows = agent, rows
+        self.items = reading_eval_items(n_items, lines_range, shared_word_prob, seed=seed + 7919,
+                                        prompt_cfg=prompt_cfg, objectives=objectives)
+        self.samples = [encode_item(agent, it).sample for it in self.items]
+        self.exact = exact_match_fn(agent.graphdef, agent.rest)
+
+    def __call__(self, params) -> dict:
+        hits = []
+        for k in range(0, len(self.samples), self.rows):
+            chunk = self.samples[k:k + self.rows]
+            batch = build_batch(chunk, self.agent.model_config, pad_id=self.agent.tokenizer.pad_id, rows=self.rows)
+            hits += [bool(h) for h in np.asarray(self.exact(params, batch))[:len(chunk)]]
+        out = {"reading_acc": float(np.mean(hits))}
+        for name in sorted({it["objective"] for it in self.items}):
+            sel = [h for h, it in zip(hits, self.items) if it["objective"] == name]
+            out[f"reading_acc_{name}"] = float(np.mean(sel))
+        return out
+
+
+class Throughput:
+    """Tokens per second over the updates since the last call (wall clock)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock, self.tokens, self.since = clock, 0, clock()
+
+    def add(self, n_tokens: int) -> None:
+        self.tokens += int(n_tokens)
+
+    def rate(self) -> float:
+        now = self.clock()
+        rate = self.tokens / max(now - self.since, 1e-9)
+        self.tokens, self.since = 0, now
+        return rate
+
+
+class _CountingIterator:
+    """Forwards a Grain iterator (next, get_state, set_state) and counts the tokens of what it yields."""
+
+    def __init__(self, inner, meter: Throughput):
+        self.inner, self.meter = inner, meter
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        samples = next(self.inner)
+        self.meter.add(sum(len(s) for s in samples))
+        return samples
+
+    def get_state(self):
+        return self.inner.get_state()
+
+    def set_state(self, state):
+        self.inner.set_state(state)
+
+
+def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger=None, seed: int = 0,
+                   log: Callable[[str], None] = print) -> dict:
+    """Trains agent.params in place (resuming from <workdir>/checkpoints); cfg: the `pretrain` config block.
+
+    Every `eval_every` updates: reading accuracy on the held-out label pool and tokens/s, to the logger
+    (metrics.jsonl, TensorBoard) and one log line. Returns {"steps", "tokens_per_s", "reading": last eval}."""
+    from gui_jax.data.pipeline import list_batch, make_pipeline
+    from gui_jax.train.fit import fit
+    from gui_jax.train.state import Updater, make_optimizer
+    from gui_jax.train.sft import sft_loss_fn
+
+    stages = parse_curriculum(cfg.curriculum)
+    stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed)
+    last = stages[-1].difficulty
+    evaluate = ReadingEval(agent, prompt_cfg, n_items=cfg.eval_items, lines_range=(last.min_lines, last.max_lines),
+                           shared_word_prob=last.shared_word_prob, seed=seed)
+    meter = Throughput()
+    pipeline = make_pipeline(stream, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
+                             batch_fn=list_batch, num_threads=cfg.data_threads, drop_remainder=True)
+    data_iter = _CountingIterator(iter(pipeline), meter)
+    optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
+                               max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps, schedule=cfg.schedule)
+    updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
+                                  int(cfg.prompt_loss_chunk)), optimizer,
+                      compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
+    result = {"reading": {}, "tokens_per_s": None}
+
+    def after_step(state, metrics: dict) -> None:
+        step = state.step
+        if step % cfg.eval_every and step != cfg.num_steps:
+            return
+        rate = meter.rate()
+        reading = evaluate(state.params)
+        stage = stream.stage_of(step - 1)
+        point = {"tokens_per_s": rate, "stage": stage, **reading}
+        if logger is not None:
+            logger.write(step, point, prefix="pretrain")
+        result["reading"], result["tokens_per_s"] = reading, rate
+        log(f"pretrain step {step}: loss {float(metrics['loss']):.4f} token_acc {float(metrics['token_acc']):.3f} "
+            f"stage {stage + 1}/{len(stages)} {rate:.0f} tokens/s "
+            + " ".join(f"{k} {v:.3f}" for k, v in reading.items()))
+
+    state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
+                prefix="pretrain", micro_batch_size=cfg.micro_batch_size, seed=seed,
+                checkpoint_every=cfg.checkpoint_every, checkpoint_seconds=60.0 * cfg.checkpoint_minutes,
+                stop_after_steps=cfg.get("stop_after_steps"), after_step=after_step,
+                packing=bool(cfg.packing), row_length=cfg.row_length or None)
+    agent.set_params(state.params)
+    return {"steps": state.step, **result}

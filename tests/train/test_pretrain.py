@@ -1,0 +1,65 @@
+"""Pretraining loop pieces: curriculum and mix parsing, the stream's stage per update, reading evaluation."""
+import numpy as np
+import pytest
+
+from gui_jax.train.pretrain import CurriculumStream, Stage, Throughput, parse_curriculum, parse_mix
+from gui_jax.train.pretrain_data import Difficulty, quickstart_prompt_config
+
+
+def test_curriculum_parses_stages_and_names_bad_ones():
+    stages = parse_curriculum("4-8@0:500, 8-24@0.5:1000,12-40@1")
+    assert stages == [Stage(Difficulty(4, 8, 0.0), 500), Stage(Difficulty(8, 24, 0.5), 1000),
+                      Stage(Difficulty(12, 40, 1.0), None)]
+    assert parse_curriculum("6") == [Stage(Difficulty(6, 6, 0.0), None)]
+    with pytest.raises(ValueError, match="stage 1 '4-8@0' has no ':steps' but is not the last"):
+        parse_curriculum("4-8@0,8-16@1")
+    with pytest.raises(ValueError, match="stage 2 '8-x@1'"):
+        parse_curriculum("4-8:10,8-x@1")
+    with pytest.raises(ValueError, match="max_lines"):
+        parse_curriculum("4-41@0")
+    with pytest.raises(ValueError, match="empty"):
+        parse_curriculum(" , ")
+
+
+def test_mix_parses_weights_and_names_bad_entries():
+    mix = parse_mix("tap:3, read:1")
+    assert mix.names == ("tap", "read") and np.allclose(mix.probs, [0.75, 0.25])
+    with pytest.raises(ValueError, match="unknown objective 'swipe'"):
+        parse_mix("tap:1,swipe:1")
+    with pytest.raises(ValueError, match="'tap'"):
+        parse_mix("tap")
+
+
+class _Policy:
+    """encode() stand-in: token ids are the characters' code points (enough to see which stage made an item)."""
+
+    def encode(self, prompt, target):
+        from types import SimpleNamespace
+        text = "".join(c.get("text", "") for m in prompt[0] for c in (m["content"] if isinstance(m["content"], list)
+                                                                    else [{"text": m["content"]}]))
+        ids = np.asarray([ord(ch) % 4000 for ch in text], np.int32)
+        return SimpleNamespace(prompt_ids=ids, response_ids=np.asarray([ord(c) % 4000 for c in target], np.int32),
+                               pixel_values=None, image_grid_thw=None)
+
+
+def test_stream_draws_each_update_from_its_stage():
+    from types import SimpleNamespace
+    agent = SimpleNamespace(policy=_Policy())
+    stream = CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4-4@0:2,12-12@1"),
+                              parse_mix("tap:1"), batch_size=3, seed=5)
+    assert [stream.stage_of(s) for s in range(5)] == [0, 0, 1, 1, 1] and len(stream) == 2 ** 40
+    lines = lambda i: stream.sources[stream.stage_of(i // 3)][i]["n_lines"]
+    assert [lines(i) for i in range(6)] == [4] * 6 and [lines(i) for i in range(6, 12)] == [12] * 6
+    np.testing.assert_array_equal(stream[7].prompt_ids, stream[7].prompt_ids)   # pure function of i
+    assert not np.array_equal(stream[7].prompt_ids, stream[8].prompt_ids)
+
+
+def test_throughput_counts_tokens_per_second_of_the_clock():
+    now = [10.0]
+    meter = Throughput(clock=lambda: now[0])
+    meter.add(300)
+    meter.add(100)
+    now[0] = 12.0
+    assert meter.rate() == 200.0
+    now[0] = 13.0
+    assert meter.rate() == 0.0
