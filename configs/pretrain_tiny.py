@@ -32,8 +32,10 @@ def get_config():
         "weight_decay": 0.0,
         "max_grad_norm": 1.0,
         "packing": True,                # several items per row (segment ids)
-        "row_length": 1024,             # tokens per packed row
-        "prompt_loss_weight": 0.1,      # w · next-token loss on the prompt (mostly the screen text)
+        "row_length": 512,              # tokens per packed row (attention cost grows with its square)
+        # w · next-token loss on the prompt (mostly the screen text); 0: the look-up probe gained nothing from
+        # it (experiments/results/lookup_probe.md row 10) and it costs a vocabulary-wide head on every token
+        "prompt_loss_weight": 0.0,
         "prompt_loss_chunk": 1024,
         # objective:weight (tap, read, state, home, screen_text)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from gui_jax.models.builtin import is_builtin, resolve_checkpoint
+
 SPLITS = ("instance", "template", "app")                           # gui_jax.tasks.splits.make_split
 SIDES = ("train", "test")
 DIFFICULTIES = ("easy", "medium", "hard")                          # envs/sim/templates/base.py
@@ -184,6 +186,12 @@ def hf_dir_rule(doc: str) -> Rule:
             return None
         if not isinstance(v, str):
             return "expected a directory path or ''"
+        if is_builtin(v):
+            try:
+                resolve_checkpoint(v)
+            except ValueError as e:
+                return str(e).split(": ", 1)[1]
+            return None
         if not os.path.isdir(v):
             return "no such directory; expected a Hugging Face model folder (config.json + *.safetensors) or ''"
         if not os.path.isfile(os.path.join(v, "config.json")):

@@ -25,6 +25,7 @@ from gui_jax.models import sharding as shd
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig, preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
+from gui_jax.models.builtin import resolve_checkpoint
 from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, TINY_SP_MODEL_PATH,
                                       HFTokenizer, SentencePieceTokenizer, qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
@@ -80,10 +81,11 @@ class Agent:
         self.compute_dtype = self.mesh_cfg.compute_dtype if self.mesh_cfg is not None else None
         dtypes = {} if self.mesh_cfg is None else {"dtype": self.mesh_cfg.compute_dtype,
                                                    "param_dtype": self.mesh_cfg.param_dtype}
-        if mcfg.get("checkpoint"):
+        checkpoint = resolve_checkpoint(mcfg.get("checkpoint", ""))   # "builtin:<name>" -> the shipped folder
+        if checkpoint:
             from gui_jax.models.qwen2_5_vl.hf_io import load_hf_checkpoint
             placer = shd.loader_shardings(self.mesh, self.rules) if self.mesh is not None else None
-            model, self.model_config = load_hf_checkpoint(mcfg.checkpoint, shardings=placer, **dtypes,
+            model, self.model_config = load_hf_checkpoint(checkpoint, shardings=placer, **dtypes,
                                                           **runtime_options(mcfg))
         else:
             self.model_config = model_config_from(mcfg, **dtypes)
@@ -92,9 +94,8 @@ class Agent:
             else:
                 model = Qwen25VLForConditionalGeneration(self.model_config, rngs=nnx.Rngs(seed))
         # None = the vocabulary of the HF checkpoint directory ("auto" reads it there)
-        self.vocabulary = vocabulary_name(mcfg.get("tokenizer", "auto"), mcfg.get("preset", "tiny"),
-                                          mcfg.get("checkpoint", ""))
-        self.tokenizer = load_tokenizer(self.vocabulary or "auto", mcfg.get("checkpoint"))
+        self.vocabulary = vocabulary_name(mcfg.get("tokenizer", "auto"), mcfg.get("preset", "tiny"), checkpoint)
+        self.tokenizer = load_tokenizer(self.vocabulary or "auto", checkpoint)
         if self.tokenizer.vocab_size > self.model_config.text.vocab_size:
             raise ValueError(f"tokenizer has {self.tokenizer.vocab_size} ids but the model only "
                              f"{self.model_config.text.vocab_size}")

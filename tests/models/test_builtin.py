@@ -1,0 +1,51 @@
+"""Built-in model directories: `builtin:<name>` resolves to the shipped folder after a checksum check; unknown
+names, missing files and damaged files are one-line errors naming what is wrong."""
+import json
+import os
+
+import pytest
+
+from gui_jax.models.builtin import BUILTIN_MODELS, directory_problem, resolve_checkpoint, write_checksums
+
+
+def _fake_install(root):
+    folder = os.path.join(root, BUILTIN_MODELS["tiny-base"][0])
+    os.makedirs(folder)
+    for name, data in (("config.json", b'{"model_type": "qwen2_5_vl"}'), ("model.safetensors", b"\x00" * 64),
+                       ("tokenizer.model", b"sp")):
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    sums = write_checksums(folder)
+    return folder, sums
+
+
+def test_builtin_name_resolves_to_the_checked_folder(tmp_path):
+    folder, sums = _fake_install(str(tmp_path))
+    assert sorted(sums) == ["config.json", "model.safetensors", "tokenizer.model"]
+    assert json.load(open(os.path.join(folder, "checksums.json"))) == sums
+    assert resolve_checkpoint("builtin:tiny-base", root=str(tmp_path)) == folder
+    assert resolve_checkpoint("/some/hf/dir", root=str(tmp_path)) == "/some/hf/dir"   # not a built-in: as given
+    assert resolve_checkpoint("", root=str(tmp_path)) == ""
+
+
+def test_unknown_missing_and_damaged_builtins_fail_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match="unknown built-in model; known: builtin:tiny-base"):
+        resolve_checkpoint("builtin:huge-base", root=str(tmp_path))
+    with pytest.raises(ValueError, match="tiny_base is missing; reinstall gui_jax, or rebuild it with"):
+        resolve_checkpoint("builtin:tiny-base", root=str(tmp_path))
+    folder, _ = _fake_install(str(tmp_path))
+    with open(os.path.join(folder, "model.safetensors"), "r+b") as f:
+        f.write(b"\x01")
+    with pytest.raises(ValueError, match=r"model.safetensors is damaged \(sha256 differs") as err:
+        resolve_checkpoint("builtin:tiny-base", root=str(tmp_path))
+    assert "\n" not in str(err.value)
+    write_checksums(folder)                       # accept the change, then lose a file
+    os.remove(os.path.join(folder, "tokenizer.model"))
+    assert directory_problem(folder).endswith("tokenizer.model is missing")
+
+
+def test_config_check_reports_a_bad_builtin_before_running():
+    from gui_jax.config_check import hf_dir_rule
+    rule = hf_dir_rule("doc")
+    assert "unknown built-in model" in rule.check("builtin:nope")
+    assert rule.check("") is None
