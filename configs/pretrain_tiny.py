@@ -25,7 +25,7 @@ def get_config():
     c.pretrain = ml_collections.ConfigDict({
         "num_steps": 20000,
         "batch_size": 32,
-        "micro_batch_size": 8,          # rows per micro-batch (packed rows with packing=True)
+        "micro_batch_size": 4,          # packed rows per micro-batch (8 left half of the computed rows padding)
         "learning_rate": 1e-3,
         "warmup_steps": 200,
         "schedule": "constant",         # constant | cosine

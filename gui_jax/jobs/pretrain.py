@@ -1,21 +1,103 @@
 """Job `pretrain`: pretrain the small base model on the synthetic screen stream (train/pretrain.py), then
-write it as a Hugging Face Qwen2.5-VL directory.
+write it as a Hugging Face Qwen2.5-VL directory with a model card.
 
     python -m gui_jax.main --config configs/pretrain_tiny.py --workdir runs/pretrain_tiny
 
 Re-running the same command resumes from <workdir>/checkpoints (after kill -9 or SIGTERM; checkpoints every
 `pretrain.checkpoint_every` updates and every `pretrain.checkpoint_minutes`). Writes metrics.jsonl and
 TensorBoard scalars (loss, reading accuracy on held-out labels, tokens/s), training_curves.png,
-results.json and the exported base under <workdir>/base.
+segments.jsonl (one line per evaluation: which run segment, hardware, its seconds so far), results.json and
+the exported base with its card (README.md) under <workdir>/base.
 """
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 from gui_jax.config_check import RunError
 from gui_jax.train.logger import MetricsLogger
+
+
+def _hardware() -> str:
+    import jax
+    d = jax.devices()[0]
+    kind = d.platform if d.device_kind == d.platform else f"{d.platform} {d.device_kind}"
+    return f"{kind} × {len(jax.devices())}, {os.cpu_count()} CPU cores"
+
+
+def _metric_series(workdir: str, name: str) -> list[tuple[int, float]]:
+    """(step, value) of one scalar from metrics.jsonl, the last value per step (a resumed run rewrites steps)."""
+    path, out = os.path.join(workdir, "metrics.jsonl"), {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec.get("name") == name:
+                    out[int(rec["step"])] = float(rec["value"])
+    return sorted(out.items())
+
+
+def run_segments(workdir: str) -> list[dict]:
+    """The last record of each run segment in segments.jsonl (seconds, steps, hardware)."""
+    path, last = os.path.join(workdir, "segments.jsonl"), {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                last[rec["segment"]] = rec
+    return list(last.values())
+
+
+def model_card(config, workdir: str, out: dict) -> str:
+    """README.md of the exported base: how it was made and what it reads, from the run's own records."""
+    from gui_jax.eval.metrics import wilson_interval
+    from gui_jax.jobs.common import version_info
+    cfg = config.pretrain
+    losses = _metric_series(workdir, "pretrain/loss")
+    tokens = sum(v for _, v in _metric_series(workdir, "pretrain/batch_tokens"))
+    segments = run_segments(workdir)
+    seconds = sum(s["seconds"] for s in segments)
+    tail = [v for _, v in losses[-50:]]
+    reading = []
+    for name, n in sorted(out.get("reading_n", {}).items()):
+        acc = out["reading"].get(f"reading_acc_{name}", float("nan"))
+        lo, hi = wilson_interval(round(acc * n), n)
+        reading.append(f"| {name} | {acc:.3f} | [{lo:.3f}, {hi:.3f}] | {n} |")
+    first = ", ".join(f"{v:.4f}" for _, v in losses[:20])
+    overrides = [a for a in sys.argv[1:] if a.startswith("--config.")]
+    return "\n".join([
+        "# gui_jax tiny-base",
+        "",
+        "A small model of the Qwen2.5-VL architecture (the `tiny` preset) pretrained by gui_jax from random weights",
+        "on synthetic phone screens in the tiny agent's prompt format (UI text with element indices), so that it",
+        "finds the element a goal names before any task training. Load it with `--config.model.checkpoint=builtin:tiny-base`.",
+        "",
+        "## How it was made",
+        f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
+        f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
+        "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, "
+        "layouts: pretrain_screens.py)",
+        f"- Objectives and mix: {cfg.mix}; prompt_loss_weight {cfg.prompt_loss_weight}",
+        f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
+        f"- Updates: {out['steps']} of batch {cfg.batch_size} items; {int(tokens):,} tokens; AdamW lr "
+        f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
+        f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
+        f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
+        f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",
+        f"- Losses of updates 1-{min(20, len(losses))} (reproduction check): {first}",
+        "",
+        "## Reading accuracy",
+        "Teacher-forced exact match of the whole expert response (a lower bound on greedy success) on screens",
+        "whose labels come from the `reading_eval` pool, which shares no word with the pretraining labels or with",
+        "PhoneSim's tasks; last curriculum stage's screen sizes and distractors.",
+        "",
+        "| objective | accuracy | 95 % Wilson | items |",
+        "|---|---|---|---|",
+        *reading,
+        "",
+    ])
 
 
 def run(config, workdir: str) -> None:
@@ -38,14 +120,24 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     agent = Agent(config, seed=config.seed)
     logger = MetricsLogger(workdir)
-    start = time.time()
-    out = train_pretrain(agent, cfg, prompt_cfg, workdir=workdir, logger=logger, seed=int(config.seed))
+    start, segment, hardware = time.time(), time.strftime("%Y-%m-%dT%H:%M:%S"), _hardware()
+
+    def on_eval(point: dict) -> None:
+        with open(os.path.join(workdir, "segments.jsonl"), "a") as f:
+            f.write(json.dumps({"segment": segment, "hardware": hardware, "step": point["step"],
+                                "seconds": round(time.time() - start, 1)}) + "\n")
+
+    out = train_pretrain(agent, cfg, prompt_cfg, workdir=workdir, logger=logger, seed=int(config.seed),
+                         on_eval=on_eval)
     logger.plot()
     logger.close()
-    files = export_agent(agent, os.path.join(workdir, "base"), dtype=cfg.export_dtype or None,
+    base = os.path.join(workdir, "base")
+    files = export_agent(agent, base, dtype=cfg.export_dtype or None,
                          source={"job": "pretrain", "steps": out["steps"], "workdir": os.path.abspath(workdir)})
-    out.update(seconds_this_run=round(time.time() - start, 1), exported=sorted(files))
+    with open(os.path.join(base, "README.md"), "w") as f:
+        f.write(model_card(config, workdir, out))
+    out.update(seconds_this_run=round(time.time() - start, 1), exported=sorted(files + ["README.md"]))
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     print(f"pretrain: {out['steps']} updates; reading accuracy (held-out labels) "
-          f"{out['reading'].get('reading_acc', float('nan')):.3f}; base written to {os.path.join(workdir, 'base')}")
+          f"{out['reading'].get('reading_acc', float('nan')):.3f}; base and its card in {base}")

@@ -127,6 +127,8 @@ class ReadingEval:
         self.items = reading_eval_items(n_items, lines_range, shared_word_prob, seed=seed + 7919,
                                         prompt_cfg=prompt_cfg, objectives=objectives)
         self.samples = [encode_item(agent, it).sample for it in self.items]
+        self.counts = {name: sum(it["objective"] == name for it in self.items)
+                       for name in sorted({it["objective"] for it in self.items})}
         self.exact = exact_match_fn(agent.graphdef, agent.rest)
 
     def __call__(self, params) -> dict:
@@ -162,14 +164,15 @@ class _CountingIterator:
     """Forwards a Grain iterator (next, get_state, set_state) and counts the tokens of what it yields."""
 
     def __init__(self, inner, meter: Throughput):
-        self.inner, self.meter = inner, meter
+        self.inner, self.meter, self.last_tokens = inner, meter, 0
 
     def __iter__(self):
         return self
 
     def __next__(self):
         samples = next(self.inner)
-        self.meter.add(sum(len(s) for s in samples))
+        self.last_tokens = sum(len(s) for s in samples)
+        self.meter.add(self.last_tokens)
         return samples
 
     def get_state(self):
@@ -180,11 +183,12 @@ class _CountingIterator:
 
 
 def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger=None, seed: int = 0,
-                   log: Callable[[str], None] = print) -> dict:
+                   log: Callable[[str], None] = print, on_eval: Optional[Callable[[dict], None]] = None) -> dict:
     """Trains agent.params in place (resuming from <workdir>/checkpoints); cfg: the `pretrain` config block.
 
     Every `eval_every` updates: reading accuracy on the held-out label pool and tokens/s, to the logger
-    (metrics.jsonl, TensorBoard) and one log line. Returns {"steps", "tokens_per_s", "reading": last eval}."""
+    (metrics.jsonl, TensorBoard), one log line and on_eval({"step", "tokens_per_s", "stage", reading…}).
+    Returns {"steps", "tokens_per_s", "reading": last eval, "reading_n": items per objective}."""
     from gui_jax.data.pipeline import list_batch, make_pipeline
     from gui_jax.train.fit import fit
     from gui_jax.train.state import Updater, make_optimizer
@@ -192,9 +196,13 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
 
     stages = parse_curriculum(cfg.curriculum)
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed)
-    last = stages[-1].difficulty
-    evaluate = ReadingEval(agent, prompt_cfg, n_items=cfg.eval_items, lines_range=(last.min_lines, last.max_lines),
-                           shared_word_prob=last.shared_word_prob, seed=seed)
+    # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
+    # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
+    evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
+    evals = {k: ReadingEval(agent, prompt_cfg, n_items=cfg.eval_items, lines_range=(d.min_lines, d.max_lines),
+                            shared_word_prob=d.shared_word_prob, seed=seed)
+             for k, d in evals.items() if k == "" or len(stages) > 1}
+    evaluate = evals[""]
     meter = Throughput()
     pipeline = make_pipeline(stream, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
                              batch_fn=list_batch, num_threads=cfg.data_threads, drop_remainder=True)
@@ -204,19 +212,24 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
                                   int(cfg.prompt_loss_chunk)), optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
-    result = {"reading": {}, "tokens_per_s": None}
+    result = {"reading": {}, "tokens_per_s": None, "reading_n": evaluate.counts}
 
     def after_step(state, metrics: dict) -> None:
         step = state.step
+        if logger is not None:
+            logger.write(step, {"batch_tokens": data_iter.last_tokens}, prefix="pretrain")
         if step % cfg.eval_every and step != cfg.num_steps:
             return
         rate = meter.rate()
-        reading = evaluate(state.params)
+        reading = {prefix + k: v for prefix, ev in evals.items() for k, v in ev(state.params).items()}
+        meter.rate()                      # restart the meter: evaluation time is not training throughput
         stage = stream.stage_of(step - 1)
         point = {"tokens_per_s": rate, "stage": stage, **reading}
         if logger is not None:
             logger.write(step, point, prefix="pretrain")
         result["reading"], result["tokens_per_s"] = reading, rate
+        if on_eval is not None:
+            on_eval({"step": step, **point})
         log(f"pretrain step {step}: loss {float(metrics['loss']):.4f} token_acc {float(metrics['token_acc']):.3f} "
             f"stage {stage + 1}/{len(stages)} {rate:.0f} tokens/s "
             + " ".join(f"{k} {v:.3f}" for k, v in reading.items()))
