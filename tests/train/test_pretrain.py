@@ -63,3 +63,27 @@ def test_throughput_counts_tokens_per_second_of_the_clock():
     assert meter.rate() == 200.0
     now[0] = 13.0
     assert meter.rate() == 0.0
+
+
+def test_stream_position_survives_a_restart_through_the_grain_state():
+    from types import SimpleNamespace
+
+    from gui_jax.data.pipeline import list_batch, make_pipeline
+    agent = SimpleNamespace(policy=_Policy())
+
+    def pipeline():
+        stream = CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4-6@0:2,8-10@1"),
+                                  parse_mix("tap:1,read:1"), batch_size=2, seed=3)
+        return iter(make_pipeline(stream, seed=None, batch_size=2, shard_index=0, shard_count=1,
+                                  batch_fn=list_batch, num_threads=0, drop_remainder=True))
+
+    ids = lambda batch: [s.prompt_ids.tolist() for s in batch]
+    straight = pipeline()
+    reference = [ids(next(straight)) for _ in range(5)]
+    first = pipeline()
+    for _ in range(3):
+        next(first)
+    state = first.get_state()                     # what fit stores beside the Orbax checkpoint
+    resumed = pipeline()
+    resumed.set_state(state)
+    assert [ids(next(resumed)) for _ in range(2)] == reference[3:]
