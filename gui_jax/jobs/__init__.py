@@ -45,6 +45,8 @@ JOBS: dict[str, JobEntry] = {
                               "best-of-n verifier (policy samples, RM picks): held-out SR against n with 95 % CIs"),
     "pretrain": JobEntry("gui_jax.jobs.pretrain:run",
                          "pretrain the small base on synthetic screens (tap, read, state, screen text); resumable"),
+    "base_eval": JobEntry("gui_jax.jobs.base_eval:run",
+                          "greedy reading of a base model: held-out tap/read screens + PhoneSim clicks, Wilson CIs"),
     "lookup_probe": JobEntry("gui_jax.jobs.lookup_probe:run",
                              "synthetic look-up probe: learn to find the named line from random weights (curve)"),
     "self_improve": JobEntry("gui_jax.jobs.self_improve:run",

@@ -38,7 +38,8 @@ TRAINING_JOB_OUTPUTS = {
     "self_improve": ("round_*", "init_sft", "results.json", "results.md", "metrics.jsonl", "logs"),
 }
 # Which episode folders (sides) a job reads through `prepare`.
-JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",)}
+JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",),
+                     "base_eval": ("test",)}
 
 
 class WorkdirMismatchError(RunError):

@@ -1,0 +1,287 @@
+"""Job `base_eval`: what a (pretrained) base model can read, scored by greedy generation, with Wilson intervals.
+
+    python -m gui_jax.main --config configs/base_eval.py --config.model.checkpoint=builtin:tiny-base
+
+Two parts, each a list of (prompt, right answer) items the agent answers greedily (temperature 0, batched
+through `agent.policy.generate`, `model.max_new_tokens` new tokens):
+  reading    `base_eval.n` items per objective in `base_eval.objectives` from `reading_eval_items` (labels
+             from the `reading_eval` pool, which pretraining never samples) on screens of
+             `base_eval.lines_range` lines with `base_eval.shared_word_prob` distractors; `score` decides.
+  phonesim   every expert click on an element in the held-out (test) episodes of the data block (the
+             quickstart's templates, split and test seeds), prompted as the quickstart agent is (goal + this
+             screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
+Teacher-forced exact match (the pretrain job's metric) is a lower bound on this; a base that "reads" should
+score well above chance here before task training starts.
+
+Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
+directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=True`.
+Writes <workdir>/results.json and <workdir>/base_eval.md, and prints the table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Optional, Sequence
+
+from gui_jax.config_check import RunError
+from gui_jax.jobs import common
+
+PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
+
+
+# ------------------------------------------------------------------------------------------ settings
+
+def settings(config) -> dict:
+    """The validated `base_eval` block (one-line RunError for a bad field, before any model is built)."""
+    from gui_jax.train.pretrain_data import OBJECTIVES
+    from gui_jax.train.pretrain_screens import MAX_LINES, MIN_LINES
+    b = config.base_eval
+    n, objectives = b.n, tuple(b.objectives)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise RunError(f"config.base_eval.n = {n!r}: expected items per objective, an int ≥ 1")
+    bad = [o for o in objectives if o not in OBJECTIVES]
+    if bad or len(set(objectives)) != len(objectives):
+        raise RunError(f"config.base_eval.objectives = {objectives!r}: expected distinct names of "
+                       f"{', '.join(OBJECTIVES)} (() = PhoneSim only)")
+    lines = tuple(b.lines_range)
+    if (len(lines) != 2 or not all(isinstance(v, int) for v in lines)
+            or not MIN_LINES <= lines[0] <= lines[1] <= MAX_LINES):
+        raise RunError(f"config.base_eval.lines_range = {lines!r}: expected (min, max) UI lines with "
+                       f"{MIN_LINES} ≤ min ≤ max ≤ {MAX_LINES}")
+    p = b.shared_word_prob
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
+        raise RunError(f"config.base_eval.shared_word_prob = {p!r}: expected a probability in [0, 1]")
+    if not objectives and not b.phonesim:
+        raise RunError("config.base_eval: no objectives and phonesim=False leave nothing to score")
+    if config.eval.get("checkpoint_dir") and config.eval.get("untrained", False):
+        raise RunError(f"config.eval.untrained = True: contradicts eval.checkpoint_dir "
+                       f"{config.eval.checkpoint_dir!r}; set one of them")
+    return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
+            "seed": int(b.seed), "phonesim": bool(b.phonesim)}
+
+
+def reading_prompt_config(pcfg, lines_range):
+    """config.prompt with room for the widest reading screen: the pretrained base saw 40-line screens, and a
+    cut screen would hide targets (PretrainSource refuses one)."""
+    return dataclasses.replace(pcfg, max_ui_lines=max(pcfg.max_ui_lines, int(lines_range[1])))
+
+
+def reading_items(s: dict, pcfg) -> dict[str, list[dict]]:
+    """objective -> its n items: one source per objective, so each gets exactly n (a mixed source draws
+    objectives at random)."""
+    from gui_jax.train.pretrain_data import reading_eval_items
+    try:
+        return {o: reading_eval_items(s["n"], s["lines_range"], s["shared_word_prob"], seed=s["seed"],
+                                      prompt_cfg=reading_prompt_config(pcfg, s["lines_range"]), objectives=(o,))
+                for o in s["objectives"]}
+    except ValueError as e:   # a prompt block the synthetic screens cannot be written in (dialect, observation)
+        raise RunError(f"base_eval reading items: {e}") from None
+
+
+# ------------------------------------------------------------------------------------------ PhoneSim items
+
+def phonesim_items(episodes, pcfg) -> list[dict]:
+    """One item per expert click on an element: the prompt the quickstart agent sees at that step without
+    history, the expert's element and response, and whether the prompt shows that element at all."""
+    from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
+    from gui_jax.rl.semi_online import expert_element
+    items = []
+    for ep in episodes:
+        for t, action in enumerate(ep.actions):
+            element = expert_element(ep, t) if action.type == "click" else None
+            if element is None:
+                continue
+            obs = ep.observations[t]
+            shown = [e.index for e in shown_elements(obs, pcfg)]
+            items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "element": int(element),
+                          "target": expert_response(action, obs, pcfg, element=element),
+                          "template": ep.template,
+                          "episode_id": ep.episode_id, "step": t, "n_lines": len(shown),
+                          "shown": int(element) in shown, "dialect": pcfg.dialect})
+    return items
+
+
+def clicks_element(text: str, element: int, dialect: str) -> bool:
+    """Whether a response parses (the dialect's parser) to a click on `element`; unparsable = a miss."""
+    from gui_jax.core.dialects import ActionParseError, parse_response
+    try:
+        _, a = parse_response(text, dialect)
+    except ActionParseError:
+        return False
+    return a.type == "click" and a.element is not None and int(a.element) == int(element)
+
+
+# ------------------------------------------------------------------------------------------ scoring
+
+def too_long(policy, targets: Sequence[str], max_new_tokens: int, label: str) -> Optional[int]:
+    """How many expert responses (+ the end token) need more than max_new_tokens tokens: a model that writes
+    them is cut off and scored wrong. Warned about; None when the policy has no tokenizer (a stub)."""
+    tok = getattr(policy, "tokenizer", None)
+    if tok is None:
+        return None
+    cut = sum(len(tok.encode(t)) + 1 > max_new_tokens for t in targets)
+    if cut:
+        print(f"warning: {label}: {cut} of {len(targets)} expert responses are longer than model.max_new_tokens "
+              f"= {max_new_tokens}: raise it, or those items cannot be answered in full")
+    return cut
+
+
+def generate_texts(policy, prompts: Sequence, *, max_new_tokens: int, seed: int, label: str) -> list[str]:
+    """Greedy responses, in chunks of the policy's batch size so a long part shows progress."""
+    step = max(int(getattr(policy, "batch_size", 64)), 1)
+    out: list[str] = []
+    t0 = time.time()
+    for start in range(0, len(prompts), step):
+        gens = policy.generate(list(prompts[start:start + step]), temperature=0.0, seed=seed,
+                               max_new_tokens=max_new_tokens)
+        out += [g.text for g in gens]
+        print(f"  {label}: {len(out)}/{len(prompts)} generated ({time.time() - t0:.0f} s)", flush=True)
+    return out
+
+
+def summary(hits: Sequence[bool], **extra) -> dict:
+    from gui_jax.eval.metrics import wilson_interval
+    n, k = len(hits), int(sum(bool(h) for h in hits))
+    lo, hi = wilson_interval(k, n)
+    return {"n": n, "successes": k, "accuracy": k / n if n else float("nan"), "wilson95": [lo, hi], **extra}
+
+
+def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_tokens: int, seed: int) -> dict:
+    from gui_jax.train.pretrain_data import score
+    out = {}
+    for obj, its in items.items():
+        cut = too_long(policy, [it["target"] for it in its], max_new_tokens, obj)   # warned before the wait
+        texts = generate_texts(policy, [(it["messages"], []) for it in its], max_new_tokens=max_new_tokens,
+                               seed=seed, label=obj)
+        out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading",
+                           pool="reading_eval", lines_range=list(s["lines_range"]),
+                           screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
+                           shared_word_prob=s["shared_word_prob"], examples=texts[:3],
+                           targets_over_max_new_tokens=cut)
+    return out
+
+
+def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int, templates: Sequence[str],
+                   episodes: int) -> dict:
+    cut = too_long(policy, [it["target"] for it in items], max_new_tokens, PHONESIM)
+    texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
+                           label=PHONESIM)
+    hits = [clicks_element(text, it["element"], it["dialect"]) for it, text in zip(items, texts)]
+    per_template = {}
+    for it, h in zip(items, hits):
+        row = per_template.setdefault(it["template"], {"n": 0, "successes": 0})
+        row["n"], row["successes"] = row["n"] + 1, row["successes"] + int(h)
+    lines = [it["n_lines"] for it in items] or [0]
+    return summary(hits, part="phonesim", templates=list(templates), episodes=episodes,
+                   episodes_with_clicks=len({it["episode_id"] for it in items}),
+                   screen_lines=[min(lines), max(lines)], targets_not_shown=sum(not it["shown"] for it in items),
+                   per_template=per_template, examples=texts[:3], targets_over_max_new_tokens=cut)
+
+
+# ------------------------------------------------------------------------------------------ the model
+
+def resolved_checkpoint(config) -> str:
+    """model.checkpoint with `builtin:<name>` resolved and checked: a missing or damaged built-in is a
+    one-line error before episodes are generated or a model is built."""
+    from gui_jax.models.builtin import resolve_checkpoint
+    spec = config.model.get("checkpoint", "")
+    try:
+        return resolve_checkpoint(spec) if spec else ""
+    except ValueError as e:
+        raise RunError(str(e)) from None
+
+
+def load_agent(config, test_tasks) -> tuple[object, dict]:
+    """(agent, what it scores): eval.checkpoint_dir's params, else model.checkpoint, else (asked for) random."""
+    from gui_jax.rl.agent import Agent
+    ckpt_dir, hf_dir = config.eval.get("checkpoint_dir", ""), config.model.get("checkpoint", "")
+    resolved = resolved_checkpoint(config)
+    agent = Agent(config, seed=config.seed)
+    if ckpt_dir:
+        params, step = common.load_stage_params(ckpt_dir)
+        common.set_agent_params(agent, params, ckpt_dir)
+        source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step)}
+        if test_tasks:
+            source["held_out_vs_checkpoint"] = common.report_checkpoint_overlap(ckpt_dir, test_tasks,
+                                                                                "the checkpoint")
+    elif hf_dir:
+        source = {"kind": "huggingface", "path": os.path.abspath(resolved), "spec": hf_dir, "step": None}
+    else:
+        source = {"kind": "untrained", "path": None, "step": None, "preset": config.model.preset,
+                  "seed": int(config.seed)}
+    return agent, source
+
+
+def model_line(source: dict) -> str:
+    if source["kind"] == "orbax":
+        return f"Orbax checkpoint {source['path']} step {source['step']}"
+    if source["kind"] == "huggingface":
+        spec = source.get("spec")
+        return f"Hugging Face {spec}" + (f" ({source['path']})" if spec != source["path"] else "")
+    return f"UNTRAINED {source['preset']} model (seed {source['seed']})"
+
+
+# ------------------------------------------------------------------------------------------ report
+
+def format_table(results: dict) -> str:
+    """The markdown report: model line, then objective | accuracy | successes/n | 95 % Wilson | screens."""
+    rows = []
+    for name, r in results["objectives"].items():
+        lo, hi = r["wilson95"]
+        if r["part"] == "reading":
+            a, b = r["lines_range"]
+            screens = f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g} (reading_eval labels)"
+        else:
+            a, b = r["screen_lines"]
+            lines = a if a == b else f"{a}-{b}"
+            screens = (f"PhoneSim held-out, {len(r['templates'])} templates, clicks of "
+                       f"{r['episodes_with_clicks']} of {r['episodes']} episodes, {lines} lines shown; "
+                       f"{r['targets_not_shown']} targets cut from the prompt")
+        rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | [{lo:.3f}, {hi:.3f}] | {screens} |")
+    return "\n".join([
+        f"model: {model_line(results['model'])}; greedy, max_new_tokens {results['max_new_tokens']}",
+        "",
+        "| objective | accuracy | successes/n | 95 % Wilson | screens |",
+        "|---|---|---|---|---|",
+        *rows,
+    ])
+
+
+def run(config, workdir: str) -> None:
+    from gui_jax.rl.prompting import PromptConfig
+    common.require_weights(config, "base_eval")
+    s = settings(config)
+    resolved_checkpoint(config)
+    try:
+        pcfg = PromptConfig(**config.prompt.to_dict())
+    except (TypeError, ValueError) as e:
+        raise RunError(f"config.prompt: {e}") from None
+    os.makedirs(workdir, exist_ok=True)
+    t0 = time.time()
+    reading = reading_items(s, pcfg)   # cheap; before the episodes and the model, so a bad setting stops early
+    test_tasks, test_eps = [], []
+    if s["phonesim"]:
+        _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
+    agent, source = load_agent(config, test_tasks)
+    print(f"base_eval scoring {model_line(source)}")
+    max_new = int(config.model.get("max_new_tokens", 48))
+    objectives = score_reading(agent.policy, reading, s, max_new_tokens=max_new, seed=int(config.seed))
+    if s["phonesim"]:
+        items = phonesim_items(test_eps, pcfg)
+        if not items:
+            raise RunError("base_eval: the held-out episodes have no expert click on an element to score "
+                           "(data.templates / data.num_test_episodes)")
+        objectives[PHONESIM] = score_phonesim(agent.policy, items, max_new_tokens=max_new, seed=int(config.seed),
+                                              templates=sorted({t.template for t in test_tasks}),
+                                              episodes=len(test_eps))
+    results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
+               "objectives": objectives, "seconds": time.time() - t0}
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    table = format_table(results)
+    with open(os.path.join(workdir, "base_eval.md"), "w") as f:
+        f.write("# base_eval\n\n" + table + "\n")
+    print(table)
+    print(f"results in {os.path.join(workdir, 'results.json')} and base_eval.md")

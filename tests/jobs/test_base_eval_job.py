@@ -1,0 +1,146 @@
+"""The base_eval job: greedy reading accuracy on held-out synthetic screens and clicks on held-out PhoneSim
+screens, counted exactly, with Wilson intervals; refuses to run without weights unless asked."""
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gui_jax.config_check import RunError
+from gui_jax.core.dialects import format_response
+from gui_jax.core.types import Action
+from gui_jax.eval.metrics import wilson_interval
+from gui_jax.jobs import base_eval, common
+from gui_jax.rl.policy import Generation
+from gui_jax.rl.prompting import PromptConfig, build_messages
+from gui_jax.rl.semi_online import expert_element
+from gui_jax.train.pretrain_data import quickstart_prompt_config, reading_eval_items
+
+REPO = Path(__file__).resolve().parents[2]
+N = 8
+
+
+def tiny_config(**eval_fields):
+    spec = importlib.util.spec_from_file_location("recipe_base_eval", REPO / "configs" / "base_eval.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.get_config()
+    c.base_eval.n = N
+    c.data.templates = ("music.play", "tasks.complete")
+    c.data.num_test_episodes = 2
+    c.model.num_hidden_layers = 1
+    c.model.max_new_tokens = 4   # the random model never stops early; 4 tokens keep the test short
+    for k, v in eval_fields.items():
+        c.eval[k] = v
+    return c
+
+
+def _key(messages) -> str:
+    return json.dumps(messages, sort_keys=True)
+
+
+def _expected(results, name, successes, n):
+    r = results["objectives"][name]
+    assert (r["n"], r["successes"]) == (n, successes), (name, r["n"], r["successes"])
+    assert r["accuracy"] == pytest.approx(successes / n)
+    assert r["wilson95"] == pytest.approx(list(wilson_interval(successes, n)))
+
+
+class LookupPolicy:
+    """Answers each prompt from a table (prompt → response); records the sampling settings it was asked for."""
+
+    def __init__(self, table):
+        self.table, self.calls, self.batch_size = table, [], 5   # 5: chunks that do not divide the items
+
+    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
+        self.calls.append((len(prompts), temperature, max_new_tokens))
+        return [Generation(text=self.table[_key(messages)], prompt_ids=np.zeros(1, np.int32),
+                           response_ids=np.zeros(1, np.int32), logprobs=np.zeros(1, np.float32))
+                for messages, _ in prompts]
+
+
+def test_refuses_without_weights_before_any_work(tmp_path):
+    with pytest.raises(RunError, match="eval.untrained=True"):
+        base_eval.run(tiny_config(), str(tmp_path))
+    with pytest.raises(RunError, match="contradicts eval.checkpoint_dir"):
+        base_eval.run(tiny_config(untrained=True, checkpoint_dir=str(tmp_path)), str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypatch, capsys):
+    """Scripted responses: the expert's for items 0, 3, 6, ..., a wrong element / value for 1, 4, 7, ...,
+    unparsable text for the rest; the counts and Wilson bounds must follow exactly."""
+    config = tiny_config(untrained=True)
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    table, want = {}, {}
+    # reading: the documented items, built here from pretrain_data (held-out pool, 24-40 lines, p = 1)
+    reading_cfg = quickstart_prompt_config(max_ui_lines=40, dialect=pcfg.dialect)
+    for obj in ("tap", "read"):
+        items = reading_eval_items(N, (24, 40), 1.0, seed=0, prompt_cfg=reading_cfg, objectives=(obj,))
+        assert all(it["pool"] == "reading_eval" and 24 <= it["n_lines"] <= 40 for it in items)
+        for i, it in enumerate(items):
+            if i % 3 == 0:
+                # read: the answer in another case with a final period still counts (normalize_answer)
+                text = it["target"] if obj == "tap" else format_response(
+                    Action("answer", text=f" {it['answer'].upper()}."), pcfg.dialect)
+            elif i % 3 == 1:
+                text = format_response(Action("click", element=it["target_element"] + 1) if obj == "tap"
+                                       else Action("answer", text=it["answer"] + " 7"), pcfg.dialect)
+            else:
+                text = "I would tap it"
+            table[_key(it["messages"])] = text
+        want[obj] = (len(range(0, N, 3)), N)
+    # PhoneSim: the held-out episodes through the job helpers (the job reads the same cache)
+    _, _, _, eps = common.prepare(config, str(tmp_path), sides=("test",))
+    clicks = [(ep, t) for ep in eps for t, a in enumerate(ep.actions)
+              if a.type == "click" and expert_element(ep, t) is not None]
+    assert clicks, "the held-out episodes should hold expert clicks"
+    for i, (ep, t) in enumerate(clicks):
+        k = expert_element(ep, t)
+        text = (format_response(Action("click", element=k), pcfg.dialect) if i % 2 == 0
+                else format_response(Action("click", element=k + 1), pcfg.dialect))
+        table[_key(build_messages(ep.goal, [], ep.observations[t], pcfg)[0])] = text
+    want[base_eval.PHONESIM] = (len(range(0, len(clicks), 2)), len(clicks))
+
+    policy = LookupPolicy(table)
+    source = {"kind": "untrained", "path": None, "step": None, "preset": "stub", "seed": 0}
+    monkeypatch.setattr(base_eval, "load_agent", lambda config, tasks: (SimpleNamespace(policy=policy), source))
+    base_eval.run(config, str(tmp_path))
+
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["objectives"]) == ["tap", "read", base_eval.PHONESIM]
+    for name, (k, n) in want.items():
+        _expected(results, name, k, n)
+    assert {(temp, m) for _, temp, m in policy.calls} == {(0.0, config.model.max_new_tokens)}   # greedy
+    ps = results["objectives"][base_eval.PHONESIM]
+    assert ps["episodes"] == 2 and sorted(ps["templates"]) == ["music.play", "tasks.complete"]
+    assert sum(r["n"] for r in ps["per_template"].values()) == ps["n"]
+    md = (tmp_path / "base_eval.md").read_text()
+    out = capsys.readouterr().out
+    for name, (k, n) in want.items():
+        assert f"| {name} | {k / n:.3f} | {k}/{n} |" in md
+    assert "| objective | accuracy | successes/n | 95 % Wilson | screens |" in out
+    assert "model: UNTRAINED stub model" in md and "24-40 lines" in md
+
+
+def test_tiny_random_model_end_to_end(tmp_path, capsys):
+    """The real job on the untrained tiny model: every objective, n as asked, accuracy = successes / n."""
+    base_eval.run(tiny_config(untrained=True), str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["model"]["kind"] == "untrained" and results["temperature"] == 0.0
+    objectives = results["objectives"]
+    assert set(objectives) == {"tap", "read", base_eval.PHONESIM}
+    assert objectives["tap"]["n"] == objectives["read"]["n"] == N
+    eps = common.verify_episode_folder(str(tmp_path / "episodes" / "test"),
+                                       common.read_cache_key(str(tmp_path / "episodes" / "test"))["task_ids"])
+    clicks = sum(a.type == "click" and expert_element(ep, t) is not None
+                 for ep in eps for t, a in enumerate(ep.actions))
+    assert objectives[base_eval.PHONESIM]["n"] == clicks and objectives[base_eval.PHONESIM]["episodes"] == 2
+    for r in objectives.values():
+        assert r["accuracy"] == pytest.approx(r["successes"] / r["n"])
+        assert r["wilson95"] == pytest.approx(list(wilson_interval(r["successes"], r["n"])))
+    assert "UNTRAINED tiny model" in capsys.readouterr().out
+    md = (tmp_path / "base_eval.md").read_text().splitlines()
+    assert sum(line.startswith("|") for line in md) == 2 + 3   # header, rule, 3 objectives
