@@ -47,6 +47,9 @@ def get_config():
         "checkpoint_minutes": 10.0,     # also checkpoint after this much wall time
         "data_threads": 2,              # Grain read threads
         "export_dtype": "bfloat16",     # the exported base's weights ('' = the params' dtype)
+        # continue from a weights-only snapshot taken at this update: set model.checkpoint to the snapshot and
+        # first_step to its update (the stream and the curriculum resume there; AdamW restarts with its warm-up)
+        "first_step": 0,
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })
     return c

@@ -14,6 +14,7 @@ micro-batch then holds `micro_batch_size` packed rows.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -84,12 +85,13 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         on_step: Optional[Callable[[int, dict], None]] = None,
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
         row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
-        after_step: Optional[Callable[[TrainState, dict], None]] = None) -> TrainState:
+        after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
 
     Checkpoints every `checkpoint_every` steps and, with `checkpoint_seconds` > 0, also once that much
     wall time has passed since the last save. `after_step(state, metrics)` sees the updated state (for
-    evaluations during training); `on_step(step, metrics)` only the step.
+    evaluations during training); `on_step(step, metrics)` only the step. `first_step`: the step number a fresh
+    run (no checkpoint yet) starts counting from, e.g. when it continues from a weights-only snapshot.
 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
@@ -99,6 +101,8 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
                         metadata=checkpoint_metadata(agent))
     # A copy: the updater donates (consumes) its params, and agent.params must stay valid.
     state = init_train_state(agent.copy_params(), updater.optimizer, seed)
+    if first_step:
+        state = dataclasses.replace(state, step=int(first_step))
     restored = ckpt.restore_latest(state)
     if restored is not None:
         state, extra = restored

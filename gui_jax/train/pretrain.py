@@ -79,8 +79,10 @@ class CurriculumStream:
     from that update's curriculum stage. Random access, a pure function of (seed, i)."""
 
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
-                 batch_size: int, seed: int):
-        self.agent, self.batch_size = agent, int(batch_size)
+                 batch_size: int, seed: int, first_step: int = 0):
+        """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
+        from a weights-only snapshot taken there."""
+        self.agent, self.batch_size, self.offset = agent, int(batch_size), int(first_step) * int(batch_size)
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed) for s in stages]
         ends, at = [], 0
         for s in stages:
@@ -98,10 +100,11 @@ class CurriculumStream:
         return len(self.ends) - 1
 
     def __len__(self) -> int:
-        return len(self.sources[0])
+        return len(self.sources[0]) - self.offset
 
     def __getitem__(self, i: int):
-        return encode_item(self.agent, self.sources[self.stage_of(int(i) // self.batch_size)][int(i)]).sample
+        i = int(i) + self.offset
+        return encode_item(self.agent, self.sources[self.stage_of(i // self.batch_size)][i]).sample
 
 
 def exact_match_fn(graphdef, rest):
@@ -195,7 +198,9 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     from gui_jax.train.sft import sft_loss_fn
 
     stages = parse_curriculum(cfg.curriculum)
-    stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed)
+    first_step = int(cfg.get("first_step", 0))
+    stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
+                              first_step=first_step)
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
@@ -238,6 +243,6 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                 prefix="pretrain", micro_batch_size=cfg.micro_batch_size, seed=seed,
                 checkpoint_every=cfg.checkpoint_every, checkpoint_seconds=60.0 * cfg.checkpoint_minutes,
                 stop_after_steps=cfg.get("stop_after_steps"), after_step=after_step,
-                packing=bool(cfg.packing), row_length=cfg.row_length or None)
+                packing=bool(cfg.packing), row_length=cfg.row_length or None, first_step=first_step)
     agent.set_params(state.params)
     return {"steps": state.step, **result}

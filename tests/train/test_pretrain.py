@@ -87,3 +87,14 @@ def test_stream_position_survives_a_restart_through_the_grain_state():
     resumed = pipeline()
     resumed.set_state(state)
     assert [ids(next(resumed)) for _ in range(2)] == reference[3:]
+
+
+def test_a_stream_continued_from_a_snapshot_starts_at_that_update():
+    from types import SimpleNamespace
+    agent = SimpleNamespace(policy=_Policy())
+    make = lambda first: CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4-4@0:2,12-12@1"),
+                                          parse_mix("tap:1"), batch_size=3, seed=5, first_step=first)
+    whole, later = make(0), make(2)
+    for i in range(4):
+        np.testing.assert_array_equal(later[i].prompt_ids, whole[6 + i].prompt_ids)   # update 2 = items 6..8
+    assert len(later) == len(whole) - 6
