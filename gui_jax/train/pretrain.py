@@ -198,6 +198,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     from gui_jax.train.sft import sft_loss_fn
 
     stages = parse_curriculum(cfg.curriculum)
+    # a snapshot ships in bf16; AdamW keeps float32 master weights (compute is float32 either way)
+    agent.set_params(jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x, agent.params))
     first_step = int(cfg.get("first_step", 0))
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
                               first_step=first_step)
