@@ -161,32 +161,95 @@ def point_command(sweep: Sweep, point: SweepPoint, config_path: str, workdir: st
     return args
 
 
-def _status_path(workdir: str, point: SweepPoint) -> str:
-    return os.path.join(workdir, point.dirname, "sweep_point.json")
+# ---------------------------------------------------------------- the engine (shared with gui_jax/experiment.py)
+# A point is one job command run in its own directory; it is finished when that directory's
+# sweep_point.json says "done". Nothing else is known about points here, so any runner of job
+# commands (sweeps, experiments) resumes the same way.
+
+def point_status(point_dir: str) -> dict:
+    """The point's sweep_point.json ({} when it has not finished a run yet)."""
+    try:
+        with open(os.path.join(point_dir, "sweep_point.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def point_dir_done(point_dir: str) -> bool:
+    return point_status(point_dir).get("status") == "done"
+
+
+def _call(cmd: list, log) -> int:
+    """Runs one job command (the only place a point's job starts; tests swap in a fake job)."""
+    return subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+
+def run_command(cmd: list, point_dir: str, info: dict | None = None) -> int:
+    """Runs `cmd` with its output appended to point_dir/sweep_log.txt, then records the outcome in
+    point_dir/sweep_point.json (written atomically, so a kill never leaves a half-written "done")."""
+    os.makedirs(point_dir, exist_ok=True)
+    with open(os.path.join(point_dir, "sweep_log.txt"), "a") as log:
+        log.write("$ " + shlex.join(cmd) + "\n")
+        log.flush()
+        rc = _call(cmd, log)
+    status = {"status": "done" if rc == 0 else "failed", "returncode": rc, **(info or {}), "command": shlex.join(cmd)}
+    path = os.path.join(point_dir, "sweep_point.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(status, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return rc
+
+
+SOURCE_FAILED = -1000  # the return code of a point skipped because the point it starts from failed
+
+
+def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: str = "points") -> list:
+    """Runs jobs {key: fn() -> return code} `parallel` at a time, in the dict's order; a key in
+    `after` ({key: source key}) starts once its source has finished and is skipped if the source
+    failed. Sources must come before their dependants in `jobs` (the pool takes jobs in order, so a
+    waiting dependant's source is already running and the wait cannot deadlock).
+    Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job
+    starts after it, and the exception propagates."""
+    from tqdm.auto import tqdm
+    after = after or {}
+    futs: dict = {}
+    raised: list = []
+
+    def one(key):
+        if raised:  # checked in the worker, so no job slips in before the main thread sees the error
+            return None
+        src = futs.get(after.get(key))
+        if src is not None and src.result() != 0:
+            return SOURCE_FAILED
+        try:
+            return jobs[key]()
+        except BaseException as e:
+            raised.append(e)
+            raise
+
+    failed = []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel))
+    try:
+        for key in jobs:
+            futs[key] = pool.submit(one, key)
+        key_of = {f: k for k, f in futs.items()}
+        for fut in tqdm(concurrent.futures.as_completed(key_of), total=len(futs), desc=desc, unit="pt"):
+            if fut.result() != 0:
+                failed.append(key_of[fut])
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # like a kill: points not started stay to do
+        raise
+    pool.shutdown(wait=True)
+    return [k for k in jobs if k in failed]
 
 
 def is_done(workdir: str, point: SweepPoint) -> bool:
-    try:
-        with open(_status_path(workdir, point)) as f:
-            return json.load(f).get("status") == "done"
-    except (OSError, ValueError):
-        return False
+    return point_dir_done(os.path.join(workdir, point.dirname))
 
 
 def run_point(sweep: Sweep, point: SweepPoint, config_path: str, workdir: str, module: str) -> int:
-    cmd = point_command(sweep, point, config_path, workdir, module)
-    os.makedirs(os.path.join(workdir, point.dirname), exist_ok=True)
-    with open(os.path.join(workdir, point.dirname, "sweep_log.txt"), "a") as log:
-        log.write("$ " + shlex.join(cmd) + "\n")
-        log.flush()
-        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
-    status = {"status": "done" if rc == 0 else "failed", "returncode": rc, "flags": [list(f) for f in point.flags],
-              "seed": point.seed, "command": shlex.join(cmd)}
-    tmp = _status_path(workdir, point) + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(status, f, indent=1)
-    os.replace(tmp, _status_path(workdir, point))
-    return rc
+    return run_command(point_command(sweep, point, config_path, workdir, module), os.path.join(workdir, point.dirname),
+                       {"flags": [list(f) for f in point.flags], "seed": point.seed})
 
 
 def t_interval(values: list) -> tuple[float, float, float]:
@@ -302,13 +365,8 @@ def main(argv=None) -> int:
         a.summary_only = not todo
     if a.summary_only:
         todo = []
-    from tqdm.auto import tqdm
-    failed = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.parallel)) as pool:
-        futs = {pool.submit(run_point, sweep, p, a.config, workdir, a.module): p for p in todo}
-        for fut in tqdm(concurrent.futures.as_completed(futs), total=len(futs), desc="sweep points", unit="pt"):
-            if fut.result() != 0:
-                failed.append(futs[fut])
+    jobs = {p: (lambda p=p: run_point(sweep, p, a.config, workdir, a.module)) for p in todo}
+    failed = run_points(jobs, a.parallel, desc="sweep points")
     rows = summarise(sweep, workdir)
     if rows:
         write_summary(sweep, rows, workdir)

@@ -1,0 +1,361 @@
+"""Experiments: arms (recipes + overrides) × seeds run as normal resumable jobs on the sweep engine,
+then one report: success rate per arm with 95 % Wilson intervals and paired tests between arms.
+
+    python -m gui_jax.experiment experiments/online_vs_sft.py [--workdir runs/experiments/online_vs_sft] \
+        [--parallel 2] [--commands_only] [--report_only] [--results_dir experiments/results]
+
+A spec file defines `get_spec()` returning a dict:
+    name         str: default workdir runs/experiments/<name>, report experiments/results/<name>.{md,json,png}
+    description  optional str: the question, printed at the top of the report
+    arms         {arm: {"recipe": "configs/x.py", "overrides": {flag: value},
+                        "init_from": {"arm": other, "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+                        "stage": results.json stage, "seed_fields": [flags]}}
+                 init_from: at each seed, `flag` = <that arm's workdir at the same seed>/<path> (the arm runs
+                 after its source). An arm may instead read another stage of an arm's runs, without a job of
+                 its own: {"results_of": arm, "stage": "sft"} (e.g. the SFT start inside a quickstart run).
+    seeds        [ints]: every arm runs once per seed, the seed written to each of `seed_fields`
+    seed_fields  [flags] (default ["seed"]); an arm's own `seed_fields` replaces it for that arm
+    evaluation   {"metric": the results.json field of per-task successes (default "online_success": a 0/1
+                  list with `online_task_ids`, or {task id: 0/1} as online_rl writes it; not a rate),
+                  "stage": the stage read (default: the last stage holding the metric; a results.json
+                  that is one evaluation, as the evaluate job writes, is the stage "result"),
+                  "test": "mcnemar" (default) or "bootstrap", the method of gui_jax.eval.suite.paired_test}
+    comparisons  [[a, b], ...]: b against a on the same held-out tasks, paired by (seed, task id) and pooled
+                 over seeds
+Every key, arm reference and flag is checked against the recipes before anything runs
+(gui_jax/experiment_spec.py, with the sweep's flag check). A point (arm, seed) runs `python -m gui_jax.main`
+in <workdir>/<arm>/seed=<s> through gui_jax/sweep.py's engine and is finished when its sweep_point.json
+says "done": re-running the command runs only the missing points; a finished point whose settings differ
+from the spec's stops the run (one workdir, one experiment). `--commands_only` writes
+<workdir>/commands.sh, one `--point=ARM/seed=S` line per unfinished point in dependency order, for a
+cluster scheduler; `--report_only` then writes the report. The statistics are those of gui_jax.eval
+(metrics.wilson_interval, suite.paired_test, metrics.paired_bootstrap for the interval of the
+difference); nothing is computed here but counts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from gui_jax import sweep as gs
+from gui_jax.experiment_spec import Arm, Experiment, ExperimentError, Point, load_spec, parse_spec  # noqa: F401
+from gui_jax.sweep import SweepError
+
+# ------------------------------------------------------------------------------------ points and jobs
+
+def plan(exp: Experiment) -> list:
+    """Every (arm, seed) that runs a job, sources before the points that start from them."""
+    return [Point(a.name, s) for a in exp.arms.values() if not a.results_of for s in exp.seeds]
+
+
+def point_dir(workdir: str, p: Point) -> str:
+    return os.path.join(workdir, p.arm, f"seed={p.seed}")
+
+
+def source_of(exp: Experiment, p: Point) -> Point | None:
+    init = exp.arms[p.arm].init_from
+    return Point(init["arm"], p.seed) if init else None
+
+
+def settings(exp: Experiment, p: Point) -> dict:
+    """What defines a point's job, independent of the workdir (a finished point run with other
+    settings would mix two experiments in one report)."""
+    a = exp.arms[p.arm]
+    return json.loads(json.dumps({"recipe": a.recipe, "overrides": a.overrides, "init_from": a.init_from,
+                                  "seed_fields": a.seed_fields, "seed": p.seed}))
+
+
+def point_command(exp: Experiment, workdir: str, p: Point, module: str = "gui_jax.main") -> list:
+    """The job's command line, built by the sweep's point_command (an arm at one seed = a one-point sweep)."""
+    a = exp.arms[p.arm]
+    overrides = dict(a.overrides)
+    src = source_of(exp, p)
+    if src is not None:
+        overrides[a.init_from["flag"]] = os.path.join(point_dir(workdir, src), a.init_from["path"])
+    one = gs.Sweep(name=exp.name, points=[], overrides=overrides, seed_fields=a.seed_fields, metrics=[exp.metric])
+    return gs.point_command(one, gs.SweepPoint((), p.seed), a.recipe, os.path.join(workdir, p.arm), module)
+
+
+def run_one(exp: Experiment, workdir: str, p: Point, module: str = "gui_jax.main") -> int:
+    return gs.run_command(point_command(exp, workdir, p, module), point_dir(workdir, p),
+                          {"experiment": exp.name, "arm": p.arm, "seed": p.seed, "settings": settings(exp, p)})
+
+
+def stale_points(exp: Experiment, workdir: str) -> list:
+    out = []
+    for p in plan(exp):
+        st = gs.point_status(point_dir(workdir, p))
+        if st.get("status") == "done" and "settings" in st and st["settings"] != settings(exp, p):
+            out.append(p)
+    return out
+
+
+def write_commands(exp: Experiment, workdir: str, spec_path: str, todo: list) -> str:
+    """commands.sh: one runner command per unfinished point, in dependency order (a dependant's
+    line says which point must finish first); each writes the point's status like a local run."""
+    base = [sys.executable, "-m", "gui_jax.experiment", spec_path, f"--workdir={workdir}"]
+    keys = {p.key for p in todo}
+    path = os.path.join(workdir, "commands.sh")
+    with open(path, "w") as f:
+        f.write("#!/usr/bin/env bash\n# one (arm, seed) point per line, from the repository root, on any machine "
+                "sharing the workdir;\n# a line ending in '# after X' starts once point X has finished. Then:\n"
+                f"# {shlex.join(base + ['--report_only'])}\n")
+        for p in todo:
+            src = source_of(exp, p)
+            after = f"  # after {src.key}" if src is not None and src.key in keys else ""
+            f.write(shlex.join(base + [f"--point={p.key}"]) + after + "\n")
+    return path
+
+
+# ------------------------------------------------------------------------------------------- report
+
+def task_outcomes(result: dict, metric: str, where: str) -> dict:
+    """{task id: 0/1} from a stage's per-task successes: a list beside `online_task_ids` (the
+    evaluation suite) or a {task id: 0/1} dict (online_rl, few_shot)."""
+    v = result[metric]
+    if isinstance(v, dict):
+        items = list(v.items())
+    elif isinstance(v, list):
+        ids = result.get("online_task_ids")
+        if not isinstance(ids, list) or len(ids) != len(v):
+            raise ExperimentError(f"{where}: {metric!r} is a list without matching 'online_task_ids' to pair tasks by")
+        items = list(zip(ids, v))
+    else:
+        raise ExperimentError(f"{where}: {metric!r} = {v!r} is not per-task successes; spec.evaluation.metric must "
+                              "name a 0/1 list or {task: 0/1} field (e.g. online_success), not a rate")
+    out: dict = {}
+    for tid, s in items:
+        if s not in (0, 1):  # True/False pass too; rates over sampled trials do not pair as McNemar needs
+            raise ExperimentError(f"{where}: {metric!r} holds {s!r} for task {tid!r}; need 0/1 outcomes")
+        key, n = str(tid), 1
+        while key in out:  # a task evaluated twice keeps both outcomes (same order in every arm)
+            key, n = f"{tid} (repeat {n})", n + 1
+        out[key] = int(s)
+    return out
+
+
+def arm_outcomes(exp: Experiment, workdir: str, arm: Arm) -> dict:
+    """{seed: (stage, {task: 0/1})} over the finished points of the arm's runs."""
+    out = {}
+    for seed in exp.seeds:
+        d = point_dir(workdir, Point(arm.runs, seed))
+        path = os.path.join(d, "results.json")
+        if not (gs.point_dir_done(d) and os.path.exists(path)):
+            continue
+        with open(path) as f:
+            results = json.load(f)
+        stages = results.get("stages", results)  # quickstart-style {"stages": ..., "profile": ...} or flat
+        if exp.metric in stages:  # one evaluation at the top level (the evaluate job): the stage "result"
+            stages = {"result": stages}
+        holding = [k for k, v in stages.items() if isinstance(v, dict) and exp.metric in v]
+        stage = arm.stage or exp.stage or (holding[-1] if holding else None)
+        if stage not in holding:
+            key = f"spec.arms.{arm.name}.stage" if arm.stage else "spec.evaluation.stage" if exp.stage else \
+                "spec.evaluation.metric"
+            raise ExperimentError(f"{key}: {path} has no stage {stage!r} holding {exp.metric!r} "
+                                  f"(stages holding it: {holding})")
+        out[seed] = (stage, task_outcomes(stages[stage], exp.metric, f"{path} [{stage}]"))
+    return out
+
+
+def _rate(outcomes) -> dict:
+    from gui_jax.eval.metrics import wilson_interval
+    k, n = int(sum(outcomes)), len(outcomes)
+    lo, hi = wilson_interval(k, n)
+    return {"successes": k, "n": n, "SR": k / n if n else None, "ci95": [lo, hi] if n else None}
+
+
+def _paired(a: dict, b: dict, test: str) -> dict:
+    """b against a on their common (seed, task) keys, through gui_jax.eval only."""
+    from gui_jax.eval.metrics import paired_bootstrap, paired_counts
+    from gui_jax.eval.suite import paired_test
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return {"pairs": 0}
+    ids = [f"{s}:{t}" for s, t in keys]
+    xa, xb = [a[k] for k in keys], [b[k] for k in keys]
+    p = paired_test({"online_task_ids": ids, "online_success": xa}, {"online_task_ids": ids, "online_success": xb},
+                    method=test)
+    boot = paired_bootstrap(xa, xb, seed=0)
+    lost, gained = paired_counts(xa, xb)
+    return {"pairs": len(keys), "SR_a": sum(xa) / len(xa), "SR_b": sum(xb) / len(xb), "diff": boot["diff"],
+            "diff_ci95": [boot["lo"], boot["hi"]], "gained": gained, "lost": lost, "p": p,
+            "unpaired": len(set(a) ^ set(b))}
+
+
+def build_report(exp: Experiment, workdir: str) -> dict:
+    arms, pooled = {}, {}
+    for arm in exp.arms.values():
+        per = arm_outcomes(exp, workdir, arm)
+        pooled[arm.name] = {(s, t): v for s, (_, o) in per.items() for t, v in o.items()}
+        arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
+                          "results_of": arm.results_of, "stages": sorted({st for st, _ in per.values()}),
+                          "seeds_done": sorted(per), "pooled": _rate(list(pooled[arm.name].values())),
+                          "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()}}
+    comps = []
+    for a, b in exp.comparisons:
+        row = {"a": a, "b": b, "test": exp.test, **_paired(pooled[a], pooled[b], exp.test), "per_seed": {}}
+        for s in exp.seeds:
+            sub = lambda arm: {k: v for k, v in pooled[arm].items() if k[0] == s}
+            r = _paired(sub(a), sub(b), exp.test)
+            if r["pairs"]:
+                row["per_seed"][str(s)] = {k: r[k] for k in ("pairs", "diff", "p")}
+        comps.append(row)
+    return {"name": exp.name, "description": exp.description, "workdir": workdir, "seeds": exp.seeds,
+            "metric": exp.metric, "stage": exp.stage, "arms": arms, "comparisons": comps}
+
+
+def _ci(r) -> str:
+    return f"{r['SR']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]" if r["n"] else "—"
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# Experiment `{report['name']}`", ""]
+    if report["description"]:
+        lines += [report["description"], ""]
+    lines += [f"Command: `{report['command']}`", "",
+              f"Workdir `{report['workdir']}`, seeds {report['seeds']}; per-task successes `{report['metric']}` "
+              f"on the held-out tasks, pooled over seeds; [lo, hi] = Wilson 95 % interval.", "",
+              "| arm | definition | stage | seeds done | SR pooled [95 %] | successes / tasks | per seed: SR [95 %] |",
+              "|---|---|---|---|---|---|---|"]
+    for name, a in report["arms"].items():
+        if a["results_of"]:
+            how = f"stage of `{a['results_of']}`'s runs"
+        else:
+            how = f"`{a['recipe']}`" + "".join(f" {k}={v!r}" for k, v in a["overrides"].items())
+            if a["init_from"]:
+                how += f"; {a['init_from']['flag']} ← {a['init_from']['arm']}/{a['init_from']['path']}"
+        per = "; ".join(f"{s}: {_ci(r)}" for s, r in a["per_seed"].items())
+        p = a["pooled"]
+        lines.append(f"| {name} | {how} | {', '.join(a['stages'])} | {len(a['seeds_done'])}/{len(report['seeds'])} "
+                     f"| {_ci(p)} | {p['successes']}/{p['n']} | {per} |")
+    if report["comparisons"]:
+        test = report["comparisons"][0]["test"]
+        how = "exact McNemar" if test == "mcnemar" else "paired bootstrap"
+        lines += ["", f"b against a, paired by (seed, task id): p = {how} (gui_jax.eval.suite.paired_test), "
+                  "Δ = SR b − SR a with its paired-bootstrap 95 % interval.", "",
+                  "| a → b | pairs | SR a | SR b | Δ SR [95 %] | gained / lost | p | per seed: Δ (p) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for c in report["comparisons"]:
+            if not c["pairs"]:
+                lines.append(f"| {c['a']} → {c['b']} | 0 | | | | | | |")
+                continue
+            per = "; ".join(f"{s}: {r['diff']:+.3f} ({r['p']:.2g})" for s, r in c["per_seed"].items())
+            pairs = f"{c['pairs']}" + (f" ({c['unpaired']} unpaired)" if c["unpaired"] else "")
+            lines.append(f"| {c['a']} → {c['b']} | {pairs} | {c['SR_a']:.3f} | {c['SR_b']:.3f} | {c['diff']:+.3f} "
+                         f"[{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}] | {c['gained']} / {c['lost']} | "
+                         f"{c['p']:.3g} | {per} |")
+    if report.get("plot"):
+        lines += ["", f"![SR per arm]({os.path.basename(report['plot'])})"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    arms = [(n, a) for n, a in report["arms"].items() if a["pooled"]["n"]]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(arms) + 2), 4))
+    sr = [a["pooled"]["SR"] for _, a in arms]
+    err = [[s - a["pooled"]["ci95"][0] for s, (_, a) in zip(sr, arms)],
+           [a["pooled"]["ci95"][1] - s for s, (_, a) in zip(sr, arms)]]
+    ax.errorbar(range(len(arms)), sr, yerr=err, fmt="o", capsize=5, label="pooled over seeds (95 % Wilson)")
+    for i, (_, a) in enumerate(arms):  # each seed's SR beside the pooled point shows the spread
+        ys = [r["SR"] for r in a["per_seed"].values() if r["n"]]
+        ax.plot([i + 0.15] * len(ys), ys, "x", color="gray", ms=5, label="one seed" if i == 0 else None)
+    ax.set_xticks(range(len(arms)), [n for n, _ in arms], rotation=20, ha="right")
+    ax.set_xlim(-0.5, len(arms) - 0.5)
+    ax.set_ylabel(f"SR ({report['metric']})")
+    ax.set_title(report["name"])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_report(report: dict, results_dir: str) -> str:
+    os.makedirs(results_dir, exist_ok=True)
+    stem = os.path.join(results_dir, report["name"])
+    plot(report, stem + ".png")
+    report["plot"] = stem + ".png"
+    md = markdown(report)
+    with open(stem + ".md", "w") as f:
+        f.write(md)
+    with open(stem + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    return md
+
+
+# --------------------------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m gui_jax.experiment", description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", help="the spec file, e.g. experiments/online_vs_sft.py")
+    ap.add_argument("--workdir", default=None, help="default runs/experiments/<name>")
+    ap.add_argument("--parallel", type=int, default=1, help="points run at once (default 1)")
+    ap.add_argument("--commands_only", action="store_true", help="write <workdir>/commands.sh, run nothing")
+    ap.add_argument("--report_only", action="store_true", help="report the finished points, run nothing")
+    ap.add_argument("--point", default=None, help="run only this point, ARM/seed=S (the lines of commands.sh)")
+    ap.add_argument("--results_dir", default=os.path.join("experiments", "results"))
+    ap.add_argument("--module", default="gui_jax.main", help=argparse.SUPPRESS)  # a fake job in tests
+    a = ap.parse_args(argv)
+    try:
+        exp = load_spec(a.spec)
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    workdir = a.workdir or os.path.join("runs", "experiments", exp.name)
+    points = plan(exp)
+    stale = stale_points(exp, workdir)
+    if stale:
+        print(f"error: point(s) {', '.join(p.key for p in stale)} in {workdir} finished with other settings than "
+              "the spec's; use another --workdir or delete those points", file=sys.stderr)
+        return 2
+    todo = [p for p in points if not gs.point_dir_done(point_dir(workdir, p))]
+    print(f"experiment {exp.name}: {len(points)} points ({len(points) // len(exp.seeds)} arms with jobs × "
+          f"{len(exp.seeds)} seeds), {len(points) - len(todo)} finished, {len(todo)} to run, workdir {workdir}")
+    os.makedirs(workdir, exist_ok=True)
+    if a.commands_only:
+        print(f"wrote {len(todo)} commands to {write_commands(exp, workdir, a.spec, todo)}")
+        return 0
+    if a.point is not None:
+        match = [p for p in points if p.key == a.point]
+        if not match:
+            print(f"error: no point {a.point!r}; points: {', '.join(p.key for p in points)}", file=sys.stderr)
+            return 2
+        src = source_of(exp, match[0])
+        if match[0] in todo and src is not None and not gs.point_dir_done(point_dir(workdir, src)):
+            print(f"error: point {a.point} starts from {src.key}, which has not finished", file=sys.stderr)
+            return 2
+        todo = [p for p in match if p in todo]
+    failed = []
+    if not a.report_only:
+        jobs = {p: (lambda p=p: run_one(exp, workdir, p, a.module)) for p in todo}
+        after = {p: source_of(exp, p) for p in todo if source_of(exp, p) is not None}
+        failed = gs.run_points(jobs, a.parallel, after, desc="experiment points")
+    for p in failed:
+        src = source_of(exp, p)
+        why = (f"not run, its source {src.key} failed" if src in failed else
+               f"see {os.path.join(point_dir(workdir, p), 'sweep_log.txt')}")
+        print(f"point {p.key} failed: {why}", file=sys.stderr)
+    if a.point is None:  # one cluster point does not write the shared report; --report_only does at the end
+        try:
+            report = build_report(exp, workdir)
+        except SweepError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if any(r["pooled"]["n"] for r in report["arms"].values()):
+            report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"] + argv)
+            print(write_report(report, a.results_dir))
+        else:
+            print("no finished points to report yet")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Experiment spec files: parsing and validation against the recipes, before anything runs.
+
+The format is documented in gui_jax/experiment.py (the runner); every error message starts with the
+key at fault, e.g. "spec.arms.sft.overrides: the recipe has no field 'rl.gamam'; did you mean rl.gamma?".
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from gui_jax import sweep as gs
+from gui_jax.sweep import SweepError
+
+SPEC_KEYS = ("name", "description", "arms", "seeds", "seed_fields", "evaluation", "comparisons")
+ARM_KEYS = ("recipe", "overrides", "init_from", "stage", "seed_fields")
+VIEW_KEYS = ("results_of", "stage")
+INIT_KEYS = ("arm", "path", "flag")
+EVAL_KEYS = ("metric", "stage", "test")
+TESTS = ("mcnemar", "bootstrap")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # names become directory and file names
+
+
+class ExperimentError(SweepError):
+    """A malformed spec (the message starts with the key at fault) or unusable job results."""
+
+
+@dataclass
+class Arm:
+    name: str
+    recipe: str = ""                  # "" for an arm that reads another arm's runs
+    overrides: dict = field(default_factory=dict)
+    init_from: dict | None = None
+    stage: str | None = None
+    seed_fields: list = field(default_factory=list)
+    results_of: str | None = None
+
+    @property
+    def runs(self) -> str:
+        """The arm whose jobs hold this arm's results."""
+        return self.results_of or self.name
+
+
+@dataclass
+class Experiment:
+    name: str
+    arms: dict                        # {name: Arm}, sources before the arms that start from them
+    seeds: list
+    metric: str = "online_success"
+    stage: str | None = None
+    test: str = "mcnemar"
+    comparisons: list = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Point:
+    arm: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.arm}/seed={self.seed}"
+
+
+def _keys(block, accepted, where: str) -> None:
+    if not isinstance(block, dict):
+        raise ExperimentError(f"{where}: must be a dict with keys {', '.join(accepted)}, got {type(block).__name__}")
+    for k in block:
+        if k not in accepted:
+            raise ExperimentError(f"{where}.{k}: unknown key; accepted: {', '.join(accepted)}")
+
+
+def _name(value, where: str) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise ExperimentError(f"{where}: {value!r} must be letters, digits, '_', '.', '-' (it names a folder)")
+    return value
+
+
+def _load_recipe(recipe, where: str, cache: dict):
+    """get_config() of a recipe path ('path.py' or 'path.py:arg', as main takes it), relative to the cwd."""
+    if not isinstance(recipe, str) or not recipe:
+        raise ExperimentError(f"{where}: missing (the recipe file the arm runs, e.g. configs/quickstart.py)")
+    if recipe not in cache:
+        from gui_jax.core.recipe_files import recipe_config
+        if not os.path.isfile(recipe.partition(":")[0]):
+            raise ExperimentError(f"{where}: file not found: {recipe}")
+        try:
+            cache[recipe] = recipe_config(recipe)
+        except Exception as e:  # a broken recipe file is the spec's fault as far as this runner can tell
+            raise ExperimentError(f"{where}: {recipe} does not load: {type(e).__name__}: {e}") from None
+    return cache[recipe]
+
+
+def _check_flags(config, flags, where: str) -> None:
+    for flag in flags:
+        if not isinstance(flag, str):
+            raise ExperimentError(f"{where}: flag {flag!r} must be a dotted config path, e.g. 'rl.gamma'")
+        try:
+            gs._check_flag(config, flag, where)  # the sweep's check: names the field and suggests close ones
+        except SweepError as e:
+            raise ExperimentError(str(e)) from None
+
+
+def _dependency_order(arms: dict) -> list:
+    """Arm names with every init_from source before the arms that start from it (else spec order)."""
+    order, visiting = [], []
+
+    def visit(name):
+        if name in order:
+            return
+        if name in visiting:
+            cycle = " → ".join(visiting[visiting.index(name):] + [name])
+            raise ExperimentError(f"spec.arms.{name}.init_from: the arms start from each other ({cycle})")
+        visiting.append(name)
+        src = (arms[name].get("init_from") or {}).get("arm")
+        if src is not None:
+            visit(src)
+        visiting.pop()
+        order.append(name)
+
+    for name in arms:
+        visit(name)
+    return order
+
+
+def parse_spec(spec) -> Experiment:
+    """Validates a spec dict against its recipes (nothing runs) and returns the experiment."""
+    _keys(spec, SPEC_KEYS, "spec")
+    name = _name(spec.get("name"), "spec.name")
+    seeds = spec.get("seeds")
+    if not (isinstance(seeds, (list, tuple)) and seeds and len(set(seeds)) == len(seeds)
+            and all(type(s) is int for s in seeds)):
+        raise ExperimentError(f"spec.seeds: must be a non-empty list of distinct ints, got {seeds!r}")
+    seed_fields = spec.get("seed_fields", ["seed"])
+    if not isinstance(seed_fields, (list, tuple)):
+        raise ExperimentError(f"spec.seed_fields: must be a list of flags, got {seed_fields!r}")
+    ev = spec.get("evaluation", {})
+    _keys(ev, EVAL_KEYS, "spec.evaluation")
+    metric, stage, test = ev.get("metric", "online_success"), ev.get("stage"), ev.get("test", "mcnemar")
+    if not isinstance(metric, str) or not metric:
+        raise ExperimentError(f"spec.evaluation.metric: must name a results.json field, got {metric!r}")
+    if stage is not None and not isinstance(stage, str):
+        raise ExperimentError(f"spec.evaluation.stage: must be a stage name, got {stage!r}")
+    if test not in TESTS:
+        raise ExperimentError(f"spec.evaluation.test: {test!r}; known: {', '.join(TESTS)}")
+    raw = spec.get("arms")
+    if not isinstance(raw, dict) or not raw:
+        raise ExperimentError("spec.arms: must be a non-empty dict {arm name: {recipe, overrides, ...}}")
+    for arm, body in raw.items():
+        _name(arm, f"spec.arms.{arm!r}")
+        where = f"spec.arms.{arm}"
+        if not isinstance(body, dict):
+            raise ExperimentError(f"{where}: must be a dict, got {type(body).__name__}")
+        if "results_of" in body:
+            _keys(body, VIEW_KEYS, where)
+            src = body["results_of"]
+            if src not in raw or "results_of" in raw[src] or src == arm:
+                raise ExperimentError(f"{where}.results_of: {src!r} is not an arm that runs jobs "
+                                      f"(arms: {', '.join(a for a in raw if 'results_of' not in raw[a])})")
+            if not isinstance(body.get("stage"), str):
+                raise ExperimentError(f"{where}.stage: an arm that reads {src}'s runs needs the stage it reads")
+            continue
+        _keys(body, ARM_KEYS, where)
+        init = body.get("init_from")
+        if init is not None:
+            _keys(init, INIT_KEYS, f"{where}.init_from")
+            for k in INIT_KEYS:
+                if not isinstance(init.get(k), str) or not init.get(k):
+                    raise ExperimentError(f"{where}.init_from.{k}: missing (init_from needs arm, path and flag)")
+            if init["arm"] not in raw or "results_of" in raw[init["arm"]] or init["arm"] == arm:
+                raise ExperimentError(f"{where}.init_from.arm: {init['arm']!r} is not another arm that runs jobs "
+                                      f"(arms: {', '.join(raw)})")
+            if os.path.isabs(init["path"]) or ".." in init["path"].split("/"):
+                raise ExperimentError(f"{where}.init_from.path: {init['path']!r} must be relative, inside the "
+                                      "source arm's workdir (e.g. sft/checkpoints)")
+    order = _dependency_order({a: b for a, b in raw.items() if "results_of" not in b})
+    order += [a for a in raw if "results_of" in raw[a]]
+    configs: dict = {}
+    arms = {}
+    for arm in order:
+        body, where = raw[arm], f"spec.arms.{arm}"
+        if "results_of" in body:
+            arms[arm] = Arm(arm, stage=body["stage"], results_of=body["results_of"])
+            continue
+        config = _load_recipe(body.get("recipe"), f"{where}.recipe", configs)
+        overrides = body.get("overrides", {}) or {}
+        if not isinstance(overrides, dict):
+            raise ExperimentError(f"{where}.overrides: must be a dict {{flag: value}}, got {type(overrides).__name__}")
+        fields = list(body.get("seed_fields", seed_fields))
+        _check_flags(config, overrides, f"{where}.overrides")
+        _check_flags(config, fields, f"{where}.seed_fields" if "seed_fields" in body else "spec.seed_fields")
+        init = body.get("init_from")
+        if init:
+            _check_flags(config, [init["flag"]], f"{where}.init_from.flag")
+        for flag in overrides:
+            if flag in fields or (init and flag == init["flag"]):
+                raise ExperimentError(f"{where}.overrides: {flag!r} is set per seed (seed_fields / init_from.flag)")
+        if body.get("stage") is not None and not isinstance(body["stage"], str):
+            raise ExperimentError(f"{where}.stage: must be a stage name, got {body['stage']!r}")
+        arms[arm] = Arm(arm, recipe=body["recipe"], overrides=dict(overrides), init_from=dict(init) if init else None,
+                        stage=body.get("stage"), seed_fields=fields)
+    comparisons = spec.get("comparisons", [])
+    if not isinstance(comparisons, (list, tuple)):
+        raise ExperimentError("spec.comparisons: must be a list of [arm_a, arm_b] pairs")
+    pairs = []
+    for i, pair in enumerate(comparisons):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ExperimentError(f"spec.comparisons[{i}]: must be a pair [arm_a, arm_b], got {pair!r}")
+        for a in pair:
+            if a not in arms:
+                raise ExperimentError(f"spec.comparisons[{i}]: unknown arm {a!r} (arms: {', '.join(raw)})")
+        if pair[0] == pair[1]:
+            raise ExperimentError(f"spec.comparisons[{i}]: compares {pair[0]!r} with itself")
+        pairs.append((pair[0], pair[1]))
+    desc = spec.get("description", "")
+    if not isinstance(desc, str):
+        raise ExperimentError("spec.description: must be a string")
+    return Experiment(name=name, arms=arms, seeds=list(seeds), metric=metric, stage=stage, test=test,
+                      comparisons=pairs, description=desc)
+
+
+def load_spec(path: str) -> Experiment:
+    if not os.path.isfile(path):
+        raise ExperimentError(f"spec file not found: {path}")
+    return parse_spec(gs._load_module_fn(path, "get_spec"))

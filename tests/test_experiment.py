@@ -1,0 +1,204 @@
+"""Experiments: a spec is checked before anything runs; arms × seeds resume after a kill on the sweep
+engine; the report's numbers are those of gui_jax.eval; --commands_only lists points in dependency order.
+No model runs: the engine's job call is replaced by a fake that writes the per-task successes we choose."""
+import json
+import pathlib
+import re
+
+import pytest
+
+from gui_jax import experiment as ge
+from gui_jax import sweep as gs
+from gui_jax.eval.metrics import paired_bootstrap, wilson_interval
+from gui_jax.eval.suite import paired_test
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+QUICKSTART = str(ROOT / "configs" / "quickstart.py")
+GRPO = str(ROOT / "configs" / "grpo_online.py")
+TASKS = [f"t{i:02d}" for i in range(20)]  # zero-padded: sorted order = task order
+# per-task successes of the fake job's last stage, by (rl.gamma, seed); arm b gains 7 tasks and loses none at seed 0
+VEC = {("0.0", "0"): [0] * 10 + [1] * 2 + [0] * 8, ("0.0", "1"): [1, 0] * 10,
+       ("0.5", "0"): [1] * 7 + [0] * 3 + [1, 1] + [0] * 8, ("0.5", "1"): [1, 1] * 5 + [1, 0] * 5}
+SFT_VEC = [1] + [0] * 19
+
+
+def _spec(tmp_path, spec: dict, name="spec.py") -> str:
+    path = tmp_path / name
+    path.write_text(f"def get_spec():\n    return {spec!r}\n")
+    return str(path)
+
+
+def _two_arms(**extra) -> dict:
+    return {"name": "ab", "arms": {"a": {"recipe": QUICKSTART, "overrides": {"rl.gamma": 0.0}},
+                                   "b": {"recipe": QUICKSTART, "overrides": {"rl.gamma": 0.5}},
+                                   "a_sft": {"results_of": "a", "stage": "sft"}},
+            "seeds": [0, 1], "seed_fields": ["seed", "rl.seed"], "evaluation": {"metric": "online_success"},
+            "comparisons": [["a", "b"], ["a_sft", "a"]], **extra}
+
+
+def _flags(cmd) -> dict:
+    return dict(a[len("--"):].split("=", 1) for a in cmd if a.startswith("--") and "=" in a)
+
+
+def fake_job(calls: list, fail_after: int | None = None):
+    """Stands in for the job subprocess: records the point, writes a quickstart-style results.json."""
+    def call(cmd, log):
+        f = _flags(cmd)
+        workdir = pathlib.Path(f["workdir"])
+        calls.append(f"{workdir.parent.name}/{workdir.name}")
+        if fail_after is not None and len(calls) > fail_after:
+            raise RuntimeError("killed")  # the runner dies while this point runs
+        vec = VEC[(f["config.rl.gamma"], f["config.seed"])]
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "results.json").write_text(json.dumps({"stages": {
+            "sft": {"online_success": SFT_VEC, "online_task_ids": TASKS},
+            "semi_online_rl": {"online_SR": sum(vec) / len(vec), "online_success": vec, "online_task_ids": TASKS}},
+            "profile": {}}))
+        return 0
+    return call
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda s: s["arms"]["a"]["overrides"].update({"rl.gamam": 1}),
+     "spec.arms.a.overrides: the recipe has no field 'rl.gamam'; did you mean rl.gamma"),
+    (lambda s: s["comparisons"].append(["a", "bb"]), "spec.comparisons[2]: unknown arm 'bb'"),
+    (lambda s: s["arms"]["b"].pop("recipe"), "spec.arms.b.recipe: missing"),
+    (lambda s: s["arms"]["b"].update(recipe="configs/nope.py"), "spec.arms.b.recipe: file not found: configs/nope.py"),
+    (lambda s: s.update(armz={}), "spec.armz: unknown key"),
+    (lambda s: s["arms"]["b"].update(recipee=QUICKSTART), "spec.arms.b.recipee: unknown key"),
+    (lambda s: s.update(seed_fields=["seed", "rl.sed"]), "spec.seed_fields: the recipe has no field 'rl.sed'"),
+    (lambda s: s["arms"]["a_sft"].pop("stage"), "spec.arms.a_sft.stage: an arm that reads a's runs needs"),
+    (lambda s: s["arms"]["a"].update(init_from={"arm": "c", "path": "sft/checkpoints", "flag": "rl.gamma"}),
+     "spec.arms.a.init_from.arm: 'c' is not another arm"),
+    (lambda s: s["evaluation"].update(test="t"), "spec.evaluation.test: 't'"),
+    (lambda s: s.update(seeds=[0, 0]), "spec.seeds: must be a non-empty list of distinct ints"),
+])
+def test_malformed_spec_names_the_key(change, needle):
+    spec = _two_arms()
+    change(spec)
+    with pytest.raises(ge.ExperimentError) as e:
+        ge.parse_spec(spec)
+    assert needle in str(e.value)
+
+
+def test_init_from_cycle_is_named():
+    spec = {"name": "c", "seeds": [0], "arms": {
+        "x": {"recipe": GRPO, "init_from": {"arm": "y", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}},
+        "y": {"recipe": GRPO, "init_from": {"arm": "x", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}}}}
+    with pytest.raises(ge.ExperimentError, match=r"spec.arms.x.init_from: the arms start from each other \(x → y → x"):
+        ge.parse_spec(spec)
+
+
+def test_malformed_spec_fails_before_running_anything(tmp_path, monkeypatch, capsys):
+    spec = _two_arms()
+    spec["arms"]["b"]["overrides"]["rl.gamam"] = 1
+    monkeypatch.setattr(gs, "_call", lambda *a: pytest.fail("a job ran"))
+    rc = ge.main([_spec(tmp_path, spec), f"--workdir={tmp_path / 'w'}", f"--results_dir={tmp_path / 'r'}"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == ("error: spec.arms.b.overrides: the recipe has no field 'rl.gamam'; "
+                                               "did you mean rl.gamma?")
+    assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
+
+
+def test_killed_experiment_resumes_missing_points_and_reports_eval_statistics(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, _two_arms())
+    args = [spec, f"--workdir={tmp_path / 'w'}", f"--results_dir={tmp_path / 'r'}"]
+    calls = []
+    monkeypatch.setattr(gs, "_call", fake_job(calls, fail_after=2))
+    with pytest.raises(RuntimeError, match="killed"):
+        ge.main(args)
+    assert calls == ["a/seed=0", "a/seed=1", "b/seed=0"]  # the third point died while running
+    exp = ge.load_spec(spec)
+    assert [gs.point_dir_done(ge.point_dir(str(tmp_path / "w"), p)) for p in ge.plan(exp)] == [True, True, False, False]
+
+    calls.clear()
+    monkeypatch.setattr(gs, "_call", fake_job(calls))
+    assert ge.main(args) == 0
+    assert calls == ["b/seed=0", "b/seed=1"]  # only the missing points
+    calls.clear()
+    assert ge.main(args) == 0 and calls == []  # all finished: report only
+
+    report = json.loads((tmp_path / "r" / "ab.json").read_text())
+    a = VEC[("0.0", "0")] + VEC[("0.0", "1")]
+    b = VEC[("0.5", "0")] + VEC[("0.5", "1")]
+    pa = report["arms"]["a"]["pooled"]
+    assert (pa["successes"], pa["n"]) == (sum(a), 40) and pa["SR"] == sum(a) / 40
+    assert pa["ci95"] == list(wilson_interval(sum(a), 40))
+    s1 = report["arms"]["b"]["per_seed"]["1"]
+    assert s1["ci95"] == list(wilson_interval(sum(VEC[("0.5", "1")]), 20))
+    assert report["arms"]["a_sft"]["pooled"]["successes"] == 2 and report["arms"]["a_sft"]["stages"] == ["sft"]
+    ids = [f"{s}/{t}" for s in (0, 1) for t in TASKS]
+    c = report["comparisons"][0]
+    assert (c["a"], c["b"], c["pairs"]) == ("a", "b", 40)
+    assert c["p"] == paired_test({"online_task_ids": ids, "online_success": a},
+                                 {"online_task_ids": ids, "online_success": b})
+    boot = paired_bootstrap(a, b, seed=0)
+    assert c["diff"] == pytest.approx(sum(b) / 40 - sum(a) / 40) and c["diff_ci95"] == [boot["lo"], boot["hi"]]
+    assert (c["gained"], c["lost"]) == (sum(x < y for x, y in zip(a, b)), sum(x > y for x, y in zip(a, b)))
+    p0 = paired_test({"online_task_ids": TASKS, "online_success": VEC[("0.0", "0")]},
+                     {"online_task_ids": TASKS, "online_success": VEC[("0.5", "0")]})
+    assert c["per_seed"]["0"]["p"] == p0 and p0 < 0.05
+    md = (tmp_path / "r" / "ab.md").read_text()
+    assert f"`python -m gui_jax.experiment {spec} --workdir=" in md and "| a → b | 40 |" in md
+    assert (tmp_path / "r" / "ab.png").stat().st_size > 1000
+
+    changed = _two_arms()  # the same workdir with other settings would mix two experiments
+    changed["arms"]["b"]["overrides"]["rl.gamma"] = 0.9
+    assert ge.main([_spec(tmp_path, changed, "changed.py"), f"--workdir={tmp_path / 'w'}", "--report_only"]) == 2
+
+
+def test_commands_only_lists_points_in_dependency_order(tmp_path):
+    init = lambda src: {"arm": src, "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}
+    spec = _spec(tmp_path, {"name": "chain", "seeds": [0, 1], "arms": {
+        "c": {"recipe": GRPO, "init_from": init("b")}, "b": {"recipe": GRPO, "init_from": init("a")},
+        "a": {"recipe": GRPO}}, "seed_fields": ["seed", "online.seed"]})
+    w = tmp_path / "w"
+    assert ge.main([spec, f"--workdir={w}", "--commands_only"]) == 0
+
+    def lines():
+        text = (w / "commands.sh").read_text().splitlines()
+        return [re.search(r"--point=(\S+)(?:  # after (\S+))?$", l).groups() for l in text if not l.startswith("#")]
+    assert lines() == [("a/seed=0", None), ("a/seed=1", None), ("b/seed=0", "a/seed=0"), ("b/seed=1", "a/seed=1"),
+                       ("c/seed=0", "b/seed=0"), ("c/seed=1", "b/seed=1")]
+    exp = ge.load_spec(spec)
+    cmd = ge.point_command(exp, str(w), ge.Point("c", 1))
+    assert f"--config.init.checkpoint_dir={w}/b/seed=1/sft/checkpoints" in cmd and f"--workdir={w}/c/seed=1" in cmd
+    (w / "a" / "seed=0").mkdir(parents=True)
+    (w / "a" / "seed=0" / "sweep_point.json").write_text('{"status": "done"}')
+    assert ge.main([spec, f"--workdir={w}", "--commands_only"]) == 0
+    assert lines()[:2] == [("a/seed=1", None), ("b/seed=0", None)]  # a finished source needs no wait
+    assert ge.main([spec, f"--workdir={w}", "--point=c/seed=1"]) == 2  # its source has not run
+
+
+def test_run_points_skips_the_dependants_of_a_failed_source():
+    ran = []
+    jobs = {k: (lambda k=k: ran.append(k) or (1 if k == "a" else 0)) for k in ("a", "b", "c", "d")}
+    failed = gs.run_points(jobs, parallel=2, after={"b": "a", "d": "c"})
+    assert sorted(ran) == ["a", "c", "d"] and failed == ["a", "b"]
+
+
+def test_task_outcomes_reads_both_layouts_and_refuses_rates():
+    assert ge.task_outcomes({"online_success": {"7": 1, "3": 0}}, "online_success", "w") == {"7": 1, "3": 0}
+    assert ge.task_outcomes({"online_success": [1, 0, 1], "online_task_ids": ["x", "y", "x"]}, "online_success",
+                            "w") == {"x": 1, "y": 0, "x (repeat 1)": 1}
+    with pytest.raises(ge.ExperimentError, match="not per-task successes"):
+        ge.task_outcomes({"online_SR": 0.3}, "online_SR", "w")
+    with pytest.raises(ge.ExperimentError, match="need 0/1 outcomes"):
+        ge.task_outcomes({"online_success": {"a": 0.5}}, "online_success", "w")
+
+
+def test_an_evaluate_jobs_flat_results_are_the_stage_result(tmp_path):
+    exp = ge.parse_spec({"name": "ev", "seeds": [3], "arms": {"x": {"recipe": QUICKSTART}}})
+    d = pathlib.Path(ge.point_dir(str(tmp_path), ge.Point("x", 3)))
+    d.mkdir(parents=True)
+    (d / "sweep_point.json").write_text('{"status": "done"}')
+    (d / "results.json").write_text(json.dumps({"online_success": [1, 0], "online_task_ids": ["a", "b"]}))
+    assert ge.arm_outcomes(exp, str(tmp_path), exp.arms["x"]) == {3: ("result", {"a": 1, "b": 0})}
+
+
+def test_every_shipped_spec_parses_against_its_recipes():
+    specs = [p for p in sorted((ROOT / "experiments").glob("*.py")) if "def get_spec" in p.read_text()]
+    assert len(specs) >= 2
+    for path in specs:
+        exp = ge.load_spec(str(path))
+        assert exp.comparisons and ge.plan(exp), path.name
