@@ -6,8 +6,8 @@ PhoneSim tasks (the quickstart's six templates, easy tasks, 216 held-out tasks).
 
 The `full` arm runs its own SFT; the other variants start from its SFT checkpoints. To start every
 variant from an existing SFT stage instead (as the former script's --init_checkpoint_dir did, e.g.
-runs/qs_a/sft/checkpoints), set START below. (Formerly a script; its reports:
-experiments/results/adagrpo_ablation.md, adagrpo_long.md.)
+runs/qs_a/sft/checkpoints), set START below. Report: experiments/results/adagrpo_components.{md,json,png}
+(the former script's: adagrpo_ablation.md, adagrpo_long.md).
 """
 
 START = ""  # an SFT stage's checkpoints folder shared by every variant; "" = the full arm's own SFT
@@ -29,7 +29,7 @@ def get_spec():
     for name, switch in VARIANTS.items():
         arms[name] = {"recipe": "configs/adagrpo.py", "overrides": {**common, **switch}, **shared_start}
     return {
-        "name": "adagrpo_ablation",
+        "name": "adagrpo_components",
         "description": "Which AdaGRPO component matters: full vs without SPA / AdaPR / FCF, from one SFT start?",
         "arms": arms,
         "seeds": [0],

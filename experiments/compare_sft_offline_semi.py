@@ -4,14 +4,15 @@
 
 One quickstart run per seed with the offline-RL baseline switched on: both RL methods start from the
 same SFT weights, use the same rollout budget and are evaluated on the same held-out tasks. The `sft`,
-`offline_rl` and `untrained` arms read those stages of the same runs. (Formerly a script of the same
-name; its report with SOP and step metrics too: experiments/results/compare_sft_offline_semi.md.)
+`offline_rl` and `untrained` arms read those stages of the same runs. Report:
+experiments/results/sft_vs_offline_vs_semi.{md,json,png} (the former script of this name wrote
+compare_sft_offline_semi.md, with SOP and step metrics too).
 """
 
 
 def get_spec():
     return {
-        "name": "compare_sft_offline_semi",
+        "name": "sft_vs_offline_vs_semi",
         "description": "Does semi-online RL beat offline RL and SFT from the same SFT start (UI-S1 Table 3)?",
         "arms": {
             "semi_online_rl": {"recipe": "configs/quickstart.py", "overrides": {"offline_rl_baseline": True},

@@ -4,8 +4,8 @@
 
 The GRPO arm runs the online_rl job with its own short SFT; the AdaGRPO arm starts from that SFT's
 checkpoints (init.checkpoint_dir), so both RL stages and the start are evaluated greedily on the same
-held-out tasks. `start` is the GRPO run's evaluation before RL. (Formerly experiments/online_vs_sft.py,
-a script; its reports: experiments/results/online_vs_sft_*.json.)
+held-out tasks. `start` is the GRPO run's evaluation before RL. Report:
+experiments/results/online_vs_sft.{md,json,png} (the former script's: online_vs_sft_*.json).
 """
 
 RUN = {"online.iterations": 12, "data.num_test_episodes": 120}  # the script's defaults

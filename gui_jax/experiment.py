@@ -277,11 +277,22 @@ def plot(report: dict, path: str) -> None:
     plt.close(fig)
 
 
+def foreign_report(name: str, results_dir: str) -> str | None:
+    """The path of a <name>.json in results_dir that this runner did not write (a committed report of a
+    former script, say), which a run must not overwrite; else None."""
+    path = os.path.join(results_dir, name + ".json")
+    try:
+        with open(path) as f:
+            return None if json.load(f).get("runner") == "gui_jax.experiment" else path
+    except (OSError, ValueError, AttributeError):
+        return path if os.path.exists(path) else None
+
+
 def write_report(report: dict, results_dir: str) -> str:
     os.makedirs(results_dir, exist_ok=True)
     stem = os.path.join(results_dir, report["name"])
     plot(report, stem + ".png")
-    report["plot"] = stem + ".png"
+    report["plot"], report["runner"] = stem + ".png", "gui_jax.experiment"
     md = markdown(report)
     with open(stem + ".md", "w") as f:
         f.write(md)
@@ -310,6 +321,11 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     workdir = a.workdir or os.path.join("runs", "experiments", exp.name)
+    foreign = foreign_report(exp.name, a.results_dir) if a.point is None and not a.commands_only else None
+    if foreign:
+        print(f"error: {foreign} was not written by this runner; keep it: pass --results_dir or rename the spec",
+              file=sys.stderr)
+        return 2
     points = plan(exp)
     stale = stale_points(exp, workdir)
     if stale:

@@ -142,6 +142,9 @@ def test_killed_experiment_resumes_missing_points_and_reports_eval_statistics(tm
     assert f"`python -m gui_jax.experiment {spec} --workdir=" in md and "| a → b | 40 |" in md
     assert (tmp_path / "r" / "ab.png").stat().st_size > 1000
 
+    (tmp_path / "r2").mkdir()
+    (tmp_path / "r2" / "ab.json").write_text('{"a script": "report"}')  # not ours: never overwritten
+    assert ge.main(args[:2] + [f"--results_dir={tmp_path / 'r2'}"]) == 2 and calls == []
     changed = _two_arms()  # the same workdir with other settings would mix two experiments
     changed["arms"]["b"]["overrides"]["rl.gamma"] = 0.9
     assert ge.main([_spec(tmp_path, changed, "changed.py"), f"--workdir={tmp_path / 'w'}", "--report_only"]) == 2
