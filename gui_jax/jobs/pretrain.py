@@ -60,11 +60,18 @@ def model_card(config, workdir: str, out: dict) -> str:
     segments = run_segments(workdir)
     seconds = sum(s["seconds"] for s in segments)
     tail = [v for _, v in losses[-50:]]
-    reading = []
-    for name, n in sorted(out.get("reading_n", {}).items()):
-        acc = out["reading"].get(f"reading_acc_{name}", float("nan"))
-        lo, hi = wilson_interval(round(acc * n), n)
-        reading.append(f"| {name} | {acc:.3f} | [{lo:.3f}, {hi:.3f}] | {n} |")
+    reading, at = [], None
+    for prefix, screens in (("", "last stage"), ("first_stage/", "first stage")):
+        for key, n in sorted(out.get("reading_n", {}).items()):
+            if key.rpartition("/")[0] != prefix.rstrip("/"):
+                continue
+            name = key.rpartition("/")[2]
+            series = _metric_series(workdir, f"pretrain/{prefix}reading_acc_{name}")
+            if not series:
+                continue
+            at, acc = series[-1]
+            lo, hi = wilson_interval(round(acc * n), n)
+            reading.append(f"| {name} | {screens} | {acc:.3f} | [{lo:.3f}, {hi:.3f}] | {n} |")
     first = ", ".join(f"{v:.4f}" for _, v in losses[:20])
     overrides = [a for a in sys.argv[1:] if a.startswith("--config.")]
     return "\n".join([
@@ -91,10 +98,11 @@ def model_card(config, workdir: str, out: dict) -> str:
         "## Reading accuracy",
         "Teacher-forced exact match of the whole expert response (a lower bound on greedy success) on screens",
         "whose labels come from the `reading_eval` pool, which shares no word with the pretraining labels or with",
-        "PhoneSim's tasks; last curriculum stage's screen sizes and distractors.",
+        f"PhoneSim's tasks; the first and the last curriculum stage's screen sizes and distractors; measured at "
+        f"update {at}.",
         "",
-        "| objective | accuracy | 95 % Wilson | items |",
-        "|---|---|---|---|",
+        "| objective | screens | accuracy | 95 % Wilson | items |",
+        "|---|---|---|---|---|",
         *reading,
         "",
     ])

@@ -209,7 +209,6 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     evals = {k: ReadingEval(agent, prompt_cfg, n_items=cfg.eval_items, lines_range=(d.min_lines, d.max_lines),
                             shared_word_prob=d.shared_word_prob, seed=seed)
              for k, d in evals.items() if k == "" or len(stages) > 1}
-    evaluate = evals[""]
     meter = Throughput()
     pipeline = make_pipeline(stream, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
                              batch_fn=list_batch, num_threads=cfg.data_threads, drop_remainder=True)
@@ -219,7 +218,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
                                   int(cfg.prompt_loss_chunk)), optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
-    result = {"reading": {}, "tokens_per_s": None, "reading_n": evaluate.counts}
+    result = {"reading": {}, "tokens_per_s": None,
+              "reading_n": {prefix + name: n for prefix, ev in evals.items() for name, n in ev.counts.items()}}
 
     def after_step(state, metrics: dict) -> None:
         step = state.step
