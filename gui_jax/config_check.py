@@ -1,34 +1,39 @@
-"""Validation of a job's config before any work starts, and the field meanings `--print_config` shows.
+"""Validation of a job's config before any work starts, and the field meanings `--help` / `--print_config` show.
 
 `check_config(config)` raises `ConfigError` with one line naming the field, the value and what is
-accepted (with close-match suggestions for names). It imports nothing heavy (no jax, flax or
-numpy): template names are read from the task registry only when a config names templates.
+accepted (with close-match suggestions for names). It imports nothing heavy (no jax or flax; numpy
+and ml_collections only, which main loads anyway): template names are read from the task registry
+only when a config names templates.
 
-The name lists below mirror constants that live in modules too heavy to import here (they pull in
-jax); tests/test_cli_errors.py checks that each list equals its source.
+The blocks with default builders (`model`, `prompt`, `sft`, `rl`, `mesh` in
+gui_jax/train/config_blocks.py; `online`, `env` in gui_jax/train/online_config.py) are declared there
+field by field (gui_jax/core/config_schema.py): their checks and docs are taken from those declarations.
+The blocks below (`data`, `eval`, `reasoning`, `export`, the top level, generate_episodes) have no
+default builder and keep their `Rule`s here. Name lists come from the import-light modules that own
+them (gui_jax/rl/names.py, gui_jax/rewards/names.py, gui_jax/core/dialects.py, config_blocks);
+SPLITS, DIFFICULTIES and PRESETS are copies that tests/test_cli_errors.py compares with their sources.
 """
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from gui_jax.models.builtin import is_builtin, resolve_checkpoint
+from gui_jax.core import config_schema as schema
+from gui_jax.core.config_schema import Block, suggest, unknown  # noqa: F401 - suggest, unknown: used by main, jobs
+from gui_jax.train.config_blocks import BLOCKS as DEFAULT_BLOCKS
+from gui_jax.train.config_blocks import hf_dir
+from gui_jax.train.online_config import ENV, ONLINE
+# The name lists the checks use, re-exported under the names this module always had (one definition each).
+from gui_jax.core.dialects import DIALECTS  # noqa: F401
+from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401
+from gui_jax.rl.names import (AGGREGATIONS, KL_KINDS, PATCH_STRATEGIES, TARGETS, TOKENIZERS,  # noqa: F401
+                              OBSERVATION_MODES as OBSERVATIONS)
+from gui_jax.train.config_blocks import DTYPES, PRESETS, SCHEDULES  # noqa: F401
 
 SPLITS = ("instance", "template", "app")                           # gui_jax.tasks.splits.make_split
 SIDES = ("train", "test")
 DIFFICULTIES = ("easy", "medium", "hard")                          # envs/sim/templates/base.py
-PRESETS = ("tiny", "3b", "7b", "32b", "72b")                       # models/qwen2_5_vl/config.py
-DIALECTS = ("ui_s1", "uitars", "mobilerl", "ui_genie")             # core/dialects.py
-TOKENIZERS = ("auto", "tiny", "tiny_phonesim", "tiny_phonesim_num", "qwen25")  # rl/agent.py load_tokenizer (or a path)
-OBSERVATIONS = ("screenshot", "ui_text", "both")                   # rl/prompting.py OBSERVATION_MODES
-TARGETS = ("coordinate", "element", "text")                          # rl/prompting.py PromptConfig.target
-PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")     # rl/semi_online.py
-AGGREGATIONS = ("token_mean", "step_token_mean", "seq_mean_token_mean")  # rl/losses.py
-KL_KINDS = ("kl", "mse", "low_var_kl")                             # rl/losses.py
-REWARD_PRESETS = ("paper", "code")                                 # rewards/rules.py
-SCHEDULES = ("constant", "cosine")                                 # train/state.py make_optimizer
 
 
 class RunError(ValueError):
@@ -45,23 +50,6 @@ def template_names() -> list[str]:
     return list_templates()
 
 
-def suggest(value: str, names: Sequence[str], prefix: str = "") -> str:
-    """"; did you mean 'x'?" for the close matches of `value` among `names` ("" if none)."""
-    close = difflib.get_close_matches(str(value), list(names), n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
-
-
-def unknown(kind: str, value, names: Sequence[str]) -> str:
-    hint = suggest(value, names) if isinstance(value, str) else ""
-    return f"unknown {kind}{hint or ';'} accepted: {_accepted(names)}"
-
-
-def _accepted(names: Sequence[str], limit: int = 12) -> str:
-    names = list(names)
-    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
 # ---------------------------------------------------------------------------------------------
 # Rules: each returns None (fine) or the problem text ("expected ...").
 
@@ -73,79 +61,42 @@ class Rule:
 
 
 def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return schema.is_int(v)
+
+
+def from_field(f: schema.Field) -> Rule:
+    return Rule(f.check, f.doc, f.costly)
+
+
+def rules_of(block: Block) -> dict[str, Rule]:
+    """field -> Rule of a declared block (every declared field, in the block or added by recipes)."""
+    return {f.name: from_field(f) for f in block}
 
 
 def integer(doc: str, lo: Optional[int] = None, hi: Optional[int] = None, optional: bool = False) -> Rule:
-    def check(v):
-        if v is None and optional:
-            return None
-        if not _is_int(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
-            rng = (f" ≥ {lo}" if hi is None else f" in [{lo}, {hi}]") if lo is not None else \
-                  (f" ≤ {hi}" if hi is not None else "")
-            return f"expected an integer{rng}" + (" or None" if optional else "")
-        return None
-    return Rule(check, doc)
+    return Rule(schema.integer(lo, hi, optional), doc)
 
 
 def number(doc: str, lo: Optional[float] = None, hi: Optional[float] = None, *, lo_open: bool = False,
            hi_open: bool = False, optional: bool = False) -> Rule:
-    def check(v):
-        if v is None and optional:
-            return None
-        bad = not isinstance(v, (int, float)) or isinstance(v, bool) or v != v
-        if not bad and lo is not None:
-            bad = v <= lo if lo_open else v < lo
-        if not bad and hi is not None:
-            bad = v >= hi if hi_open else v > hi
-        if bad:
-            parts = []
-            if lo is not None:
-                parts.append(f"{'>' if lo_open else '≥'} {lo:g}")
-            if hi is not None:
-                parts.append(f"{'<' if hi_open else '≤'} {hi:g}")
-            return "expected a number" + (f" {' and '.join(parts)}" if parts else "") + \
-                (" or None" if optional else "")
-        return None
-    return Rule(check, doc)
+    return Rule(schema.number(lo, hi, lo_open=lo_open, hi_open=hi_open, optional=optional), doc)
 
 
 def boolean(doc: str, optional: bool = False) -> Rule:
-    if optional:
-        return Rule(lambda v: None if v is None or isinstance(v, bool) else "expected True, False or None", doc)
-    return Rule(lambda v: None if isinstance(v, bool) else "expected True or False", doc)
+    return Rule(schema.boolean(optional), doc)
 
 
 def text(doc: str) -> Rule:
-    return Rule(lambda v: None if isinstance(v, str) else "expected a string", doc)
+    return Rule(schema.text(), doc)
 
 
 def choice(doc: str, names: Sequence[str] | Callable[[], Sequence[str]]) -> Rule:
-    def check(v):
-        known = names() if callable(names) else names
-        if isinstance(v, str) and v in known:
-            return None
-        return unknown("name", v, known)
-    return Rule(check, doc)
+    return Rule(schema.choice(names), doc)
 
 
 def name_list(doc: str, names: Sequence[str] | Callable[[], Sequence[str]], *, nonempty: bool = False,
               costly: bool = False) -> Rule:
-    def check(v):
-        if isinstance(v, str) or not isinstance(v, (tuple, list)):
-            return f"expected a tuple of names, e.g. ('{(names() if callable(names) else names)[0]}',)"
-        if nonempty and not v:
-            return "expected at least one name"
-        if not v:
-            return None
-        known = names() if callable(names) else names
-        for item in v:
-            if item not in known:
-                return unknown(f"name {item!r}", item, known)
-        if len(set(v)) != len(v):
-            return "expected each name once"
-        return None
-    return Rule(check, doc, costly)
+    return Rule(schema.name_list(names, nonempty=nonempty), doc, costly)
 
 
 def resolution(doc: str) -> Rule:
@@ -172,32 +123,8 @@ def int_list(doc: str) -> Rule:
     return Rule(check, doc)
 
 
-def tokenizer_rule(doc: str) -> Rule:
-    def check(v):
-        if isinstance(v, str) and (v in TOKENIZERS or os.path.isfile(v)):
-            return None
-        return unknown("tokenizer", v, TOKENIZERS) + " or a tokenizer.json / SentencePiece .model path"
-    return Rule(check, doc)
-
-
 def hf_dir_rule(doc: str) -> Rule:
-    def check(v):
-        if v == "":
-            return None
-        if not isinstance(v, str):
-            return "expected a directory path or ''"
-        if is_builtin(v):
-            try:
-                resolve_checkpoint(v)
-            except ValueError as e:
-                return str(e).split(": ", 1)[1]
-            return None
-        if not os.path.isdir(v):
-            return "no such directory; expected a Hugging Face model folder (config.json + *.safetensors) or ''"
-        if not os.path.isfile(os.path.join(v, "config.json")):
-            return "not a Hugging Face model folder (no config.json)"
-        return None
-    return Rule(check, doc)
+    return Rule(hf_dir, doc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,99 +190,6 @@ DATA = {
     "num_test_episodes": integer("held-out episodes (SOP) = online evaluation tasks", 1),
     "resolution": resolution("screenshot (width, height) in pixels"),
 }
-MODEL = {
-    "preset": Rule(lambda v: None if isinstance(v, str) and v.lower().removeprefix("qwen2.5-vl-") in PRESETS
-                   else unknown("preset", v, PRESETS), "model size when no checkpoint is given"),
-    "checkpoint": hf_dir_rule("Hugging Face Qwen2.5-VL folder to start from ('' = preset, random init)"),
-    "num_hidden_layers": integer("> 0 overrides the preset's text depth", 0),
-    "intermediate_size": integer("> 0 overrides the preset's text MLP width", 0),
-    "vision_depth": integer("> 0 overrides the preset's vision depth", 0),
-    "tokenizer": tokenizer_rule("tokenizer: auto | tiny | tiny_phonesim | tiny_phonesim_num | qwen25 | "
-                                "tokenizer.json or .model path"),
-    "min_pixels": integer("image processor: fewest pixels per screenshot", 1),
-    "max_pixels": integer("image processor: most pixels per screenshot", 1),
-    "max_new_tokens": integer("longest sampled response (tokens)", 1),
-    "max_prompt_tokens": integer("longest prompt the sampler accepts (tokens)", 1),
-    "sample_batch_size": integer("prompts per sampler call", 1),
-}
-PROMPT = {
-    "dialect": choice("action dialect of responses", DIALECTS),
-    "observation": choice("what the prompt shows of the screen", OBSERVATIONS),
-    "target": choice("how point actions are given", TARGETS),
-    "history_turns": integer("K: screens in the prompt, the current one included", 0),
-    "history_mode": choice("earlier steps: full (responses as written) | compact (one line each)",
-                           ("full", "compact")),
-    "max_history_lines": integer("earlier steps kept (0 = all)", 0),
-    "image_max_pixels": integer("current screenshot resized under this area (0 = as rendered)", 0),
-    "history_image_max_pixels": integer("history screenshots resized under this area (0 = like current)", 0),
-    "image_min_pixels": integer("fewest pixels of a resized screenshot", 1),
-    "ui_text_bounds": boolean("UI text lists element bounds"),
-    "ui_text_class": boolean("UI text lists element classes"),
-    "word_tokens": boolean("goal and UI labels written so each word starts after a space"),
-    "ui_text_skip_unlabeled": boolean("UI text leaves out elements with no text or description"),
-    "ui_text_index_last": boolean("UI text writes each element index after its label"),
-    "max_ui_lines": integer("most UI elements listed", 1),
-    "system_prompt": boolean("include the system prompt"),
-    "goal_last": boolean("goal after the observation instead of before"),
-}
-SFT = {
-    "seed": integer("data order and dropout seed"),
-    "num_steps": integer("optimizer steps", 0),
-    "batch_size": integer("expert steps per optimizer step", 1),
-    "micro_batch_size": integer("rows per forward/backward (gradient accumulation)", 1),
-    "learning_rate": number("peak learning rate", 0.0, lo_open=True),
-    "warmup_steps": integer("linear warm-up steps", 0),
-    "weight_decay": number("AdamW weight decay", 0.0),
-    "max_grad_norm": number("global gradient-norm clip", 0.0, lo_open=True),
-    "schedule": choice("learning-rate schedule after warm-up", SCHEDULES),
-    "checkpoint_every": integer("steps between checkpoints (0 = only the last)", 0),
-    "stop_after_steps": integer("stop (checkpointed) after this many steps this run; None = run on", 1,
-                                optional=True),
-    "grounding_fraction": number("share of SFT items that are grounding items (Tap on a label)", 0.0, 1.0,
-                                 hi_open=True),
-    "grounding_instruction": text("grounding item instruction, with {label}"),
-    "group_by_length": boolean("batches of similar prompt length (less padding; LengthGroupedSource)"),
-}
-RL = {
-    "seed": integer("rollout and data-order seed"),
-    "iterations": integer("RL iterations (a batch of episodes each)", 0),
-    "episodes_per_iteration": integer("expert episodes rolled out per iteration", 1),
-    "num_rollouts": integer("N: rollouts per episode (GRPO group size)", 1),
-    "patch_strategy": choice("Patch Module: how a mismatched step continues", PATCH_STRATEGIES),
-    "patch_threshold": integer("ε: patches allowed per rollout (-1 = unlimited)", -1),
-    "temperature": number("sampling temperature", 0.0),
-    "gamma": number("γ: discount of future step rewards", 0.0, 1.0),
-    "omega": number("ω: weight of the episode-level advantage", 0.0),
-    "cut_at_mismatch": boolean("returns stop at the first mismatch"),
-    "reward_preset": choice("step-reward weights", REWARD_PRESETS),
-    "require_thought": boolean("responses without a thought get no format reward (None = as the dialect)",
-                               optional=True),
-    "bbox_scale": number("matcher: expert bbox enlargement about its centre", 0.0, lo_open=True),
-    "dist_threshold": number("matcher: normalised distance to the expert point", 0.0),
-    "episode_level": choice("episode-level advantage: paper (Eq. 11) | code (per-step rewards)", ("paper", "code")),
-    "patch_aux_checkpoint": text("off_policy patches: the auxiliary thought model's Hugging Face folder"),
-    "dynamic_sampling_short": choice("fewer groups than the batch after the tries", ("log", "raise")),
-    "recompute_old_logprobs": boolean("π_old from the training forward instead of the sampler"),
-    "dynamic_sampling": boolean("drop groups whose returns barely vary"),
-    "dynamic_sampling_eta": number("η: least return spread a group needs", 0.0, 1.0),
-    "dynamic_sampling_max_tries": integer("rollout batches drawn to fill an iteration", 1),
-    "clip_low": number("PPO clip ε_low", 0.0, 1.0, hi_open=True),
-    "clip_high": number("PPO clip ε_high", 0.0),
-    "dual_clip": number("dual-clip c (> 1) for negative advantages; None = off", 1.0, lo_open=True,
-                        optional=True),
-    "kl_coef": number("β: KL penalty to the reference policy", 0.0),
-    "kl_kind": choice("KL estimator", KL_KINDS),
-    "aggregation": choice("loss aggregation over tokens", AGGREGATIONS),
-    "learning_rate": number("learning rate", 0.0, lo_open=True),
-    "warmup_steps": integer("linear warm-up steps", 0),
-    "weight_decay": number("AdamW weight decay", 0.0),
-    "max_grad_norm": number("global gradient-norm clip", 0.0, lo_open=True),
-    "micro_batch_size": integer("rows per forward/backward", 1),
-    "num_mini_batches": integer("optimizer steps per iteration", 1),
-    "checkpoint_every": integer("iterations between checkpoints (0 = only the last)", 0),
-    "stop_after_steps": integer("stop (checkpointed) after this many iterations this run; None = run on", 1,
-                                optional=True),
-}
 EVAL = {
     "step_metrics": boolean("step metrics (TM, GR, SR) with the expert history"),
     "online_trials": integer("online trials per task (> 1 adds pass@k)", 1),
@@ -389,30 +223,17 @@ GENERATE = {
     "out_dir": text("output folder ('' = <workdir>/episodes/<split>_<side>)"),
     "progress": boolean("show a progress bar"),
 }
-DTYPES = ("float32", "bfloat16", "float16")
-MESH = {
-    "data": integer("data-parallel axis size (-1 = what the device count leaves)", -1),
-    "fsdp": integer("FSDP axis size (-1 = what the device count leaves)", -1),
-    "tensor": integer("tensor-parallel axis size", -1),
-    "rules": choice("logical-axis rule table", ("default", "fsdp")),
-    "param_dtype": choice("master weights and optimizer state dtype", DTYPES),
-    "compute_dtype": choice("forward/backward matmul dtype", DTYPES),
-    "sampler_data": integer("sampler data axis (0 = the training mesh's)", 0),
-    "sampler_fsdp": integer("sampler FSDP axis (0 = the training mesh's)", 0),
-    "sampler_tensor": integer("sampler tensor axis (0 = the training mesh's)", 0),
-    "sampler_dtype": choice("weights dtype the sampler holds", DTYPES),
-    "reference": choice("where the KL reference params live", ("sharded", "host")),
-    "remat": boolean("rematerialise layers in the backward pass"),
-    "distributed": choice("jax.distributed initialisation", ("auto", "on", "off")),
-}
 EXPORT = {
     "checkpoint_dir": checkpoint_rule("a stage's checkpoints folder to export, e.g. runs/quickstart/rl/checkpoints"),
     "out_dir": text("output folder ('' = <workdir>/hf)"),
     "dtype": choice("storage dtype ('' = the params' own)", ("",) + DTYPES),
     "overwrite": boolean("replace an existing output folder"),
 }
-BLOCKS = {"export": EXPORT, "mesh": MESH, "data": DATA, "model": MODEL, "prompt": PROMPT, "sft": SFT, "rl": RL, "eval": EVAL,
-          "reasoning": REASONING, "reasoning.sft": SFT}
+# The declared blocks by config path: field order, defaults, checks and docs from one declaration each.
+DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS["sft"], "online": ONLINE, "env": ENV}
+MODEL, PROMPT, SFT, RL, MESH = (rules_of(DEFAULT_BLOCKS[n]) for n in ("model", "prompt", "sft", "rl", "mesh"))
+BLOCKS = {"export": EXPORT, "mesh": MESH, "data": DATA, "model": MODEL, "prompt": PROMPT, "sft": SFT, "rl": RL,
+          "eval": EVAL, "reasoning": REASONING, "reasoning.sft": SFT, "online": rules_of(ONLINE), "env": rules_of(ENV)}
 
 
 # The job names `job` may take; main fills it from the jobs registry before validating (this module sits
@@ -527,3 +348,37 @@ def format_config(config) -> str:
     walk(config, "")
     width = min(max((len(a) for a, _ in lines), default=0), 56)
     return "\n".join(f"{a:<{width}}  # {b}" if b else a for a, b in lines)
+
+
+def _leaves_in_order(node, path: str) -> tuple[list[str], list[str]]:
+    """(leaf names, sub-block names) of `node`: a declared block's fields in declaration order, then
+    any the recipe added (sorted); other blocks sorted."""
+    keys = sorted(node.keys())
+    if path in DECLARED:
+        declared = DECLARED[path].names()
+        keys = [k for k in declared if k in node] + [k for k in keys if k not in declared]
+    leaves = [k for k in keys if not hasattr(node[k], "keys")]
+    return leaves, [k for k in keys if hasattr(node[k], "keys")]
+
+
+def format_fields(config) -> str:
+    """The `--help` listing of a recipe: block by block, `path = value  # meaning` for every field (the
+    meaning from the field's declaration or rule; none for fields nothing declares)."""
+    docs = field_docs(config)
+    sections: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def walk(node, path: str, title: str):
+        leaves, subs = _leaves_in_order(node, path)
+        prefix = f"{path}." if path else ""
+        rows = [(f"{prefix}{k} = {node[k]!r}", docs.get(prefix + k, "")) for k in leaves]
+        if rows:
+            sections.append((title, rows))
+        for k in subs:
+            walk(node[k], prefix + k, prefix + k)
+    walk(config, "", "top level")
+    width = min(max((len(a) for _, rows in sections for a, _ in rows), default=0), 56)
+    out = []
+    for title, rows in sections:
+        out.append(f"\n{title}:")
+        out += [f"  {a:<{width}}  # {b}" if b else f"  {a}" for a, b in rows]
+    return "\n".join(out).lstrip("\n")

@@ -5,6 +5,12 @@ heavy imports load only when that job runs. Job functions have the signature `ru
 Before any work: the flags and the config are validated (gui_jax/config_check.py; a bad value is
 one line on stderr and exit code 2, without importing jax), and the workdir's config snapshot is
 compared with this run's config (gui_jax/jobs/common.py `open_workdir`).
+
+Help: `--help` lists the jobs, recipes and flags; `--config configs/<recipe>.py --help` adds every field
+of that recipe, block by block, as `block.field = value  # meaning` (overrides applied; the meanings of
+the declared blocks come from their declarations, gui_jax/train/config_blocks.py and
+gui_jax/train/online_config.py). `--print_config` prints the same fields sorted, one a line, and exits.
+(absl's own `--helpfull` still lists absl's flags.)
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from gui_jax import config_check
-from gui_jax.config_check import ConfigError, RunError, check_config, format_config, rules_for, suggest
+from gui_jax.config_check import (ConfigError, RunError, check_config, format_config, format_fields, rules_for,
+                                  suggest)
 from gui_jax.core.recipe_files import load_python_file
 from gui_jax.jobs import JOBS
 
@@ -33,6 +40,8 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "When the workdir was made wi
 _PRINT_CONFIG = flags.DEFINE_bool("print_config", False, "Print the resolved config, one field a line with its "
                                   "meaning, and exit.")
 _MAIN_FLAGS = ("config", "workdir", "overwrite", "print_config")
+_HELP_ARGS = ("--help", "-h", "--helpshort", "-help")
+_FIELD_HELP = {"requested": False}  # --help with --config: main lists the recipe's fields after the usage
 
 
 class UnknownJobError(KeyError):
@@ -76,9 +85,9 @@ def usage_text() -> str:
     return (f"usage: python -m gui_jax.main --config configs/<recipe>.py [--config.<field>=<value> ...] "
             f"[--workdir DIR] [--overwrite] [--print_config]\n\n"
             f"jobs (a recipe's `job` field picks one):\n{jobs}\n\nrecipes:\n{recs}\n\n"
-            f"fields: `python -m gui_jax.main --config configs/quickstart.py --print_config` lists a recipe's "
-            f"fields, their values and meaning; override any with --config.<field>=<value>, e.g. "
-            f"--config.sft.num_steps=50.\n")
+            f"fields: `python -m gui_jax.main --config configs/quickstart.py --help` lists a recipe's "
+            f"fields block by block, their values and meaning (--print_config: the same, sorted); override any "
+            f"with --config.<field>=<value>, e.g. --config.sft.num_steps=50.\n")
 
 
 def print_help() -> None:
@@ -171,10 +180,13 @@ def _bad_value(argv, flag_text: str) -> str:
 
 def parse_flags(argv):
     """absl flag parsing with one-line errors (exit 2) and a --help that lists jobs and recipes."""
-    if any(a in ("--help", "-h", "--helpshort", "-help") for a in argv[1:]):
-        print_help()
-        sys.exit(0)
     arg = _config_arg(argv)
+    if any(a in _HELP_ARGS for a in argv[1:]):
+        if arg is None:
+            print_help()
+            sys.exit(0)
+        _FIELD_HELP["requested"] = True  # load the recipe (and overrides) as usual; main prints its fields
+        argv = [argv[0]] + [a for a in argv[1:] if a not in _HELP_ARGS]
     if arg is not None and not os.path.isfile(arg.split(":")[0]):
         _exit_error(f"--config={arg}: no such recipe file; recipes: {', '.join(p for p, _ in recipes())}")
     try:
@@ -254,6 +266,11 @@ def main(argv):
     if config is None:
         _exit_error("--config is required, e.g. --config configs/quickstart.py; recipes: "
                     + ", ".join(p for p, _ in recipes()))
+    if _FIELD_HELP["requested"]:
+        print_help()
+        print(f"\nfields of {_config_arg(sys.argv)} (set any with --config.<block>.<field>=<value>):")
+        print(format_fields(config))
+        return
     try:
         if "job" in config and config.job not in JOBS:
             raise UnknownJobError(f"unknown job {config.job!r}{suggest(config.job, sorted(JOBS)) or ';'} known jobs: "

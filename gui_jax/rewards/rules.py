@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from gui_jax.core.dialects import ActionParseError, parse_response
 from gui_jax.core.matcher import BBox, match_action
 from gui_jax.core.types import Action
+from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401 - re-exported (import-light names)
 
-REWARD_PRESETS = ("paper", "code")
 # Dialects whose response format has a thought field (<think>…</think> / "Thought: …"); there the
 # format reward asks for a non-empty thought by default, as UI-S1 trains. ui_genie's thought is
 # optional free text, so a bare tool call is well formed.

@@ -29,11 +29,13 @@ from gui_jax.models.builtin import resolve_checkpoint
 from gui_jax.models.tokenizer import (TINY_PHONESIM_NUM_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH, TINY_SP_MODEL_PATH,
                                       HFTokenizer, SentencePieceTokenizer, qwen25_tokenizer, tiny_tokenizer)
 from gui_jax.rl.jax_policy import JaxPolicy
+from gui_jax.rl.names import TINY_TOKENIZERS
 
 
-# the shipped tiny SentencePiece vocabularies, by config name
-TINY_VOCABULARIES = {"tiny": TINY_SP_MODEL_PATH, "tiny_phonesim": TINY_PHONESIM_SP_MODEL_PATH,
-                     "tiny_phonesim_num": TINY_PHONESIM_NUM_SP_MODEL_PATH}
+# the shipped tiny SentencePiece vocabularies, by config name (the names: TINY_TOKENIZERS in gui_jax/rl/names.py,
+# which config validation reads without loading JAX)
+TINY_VOCABULARIES = dict(zip(TINY_TOKENIZERS, (TINY_SP_MODEL_PATH, TINY_PHONESIM_SP_MODEL_PATH,
+                                               TINY_PHONESIM_NUM_SP_MODEL_PATH), strict=True))
 
 
 def load_tokenizer(name: str, checkpoint: Optional[str] = None):

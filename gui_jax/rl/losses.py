@@ -20,8 +20,8 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
-AGGREGATIONS = ("token_mean", "step_token_mean", "seq_mean_token_mean")
-KL_KINDS = ("kl", "mse", "low_var_kl")
+from gui_jax.rl.names import AGGREGATIONS, KL_KINDS  # noqa: F401 - re-exported (import-light names)
+
 LOG_RATIO_CLIP = 20.0  # docs/algorithms.md §5: ρ = exp(clip(logπθ − logπold, −20, 20))
 LOW_VAR_KL_CLIP = 10.0  # k3 values are clipped to ±10 for stability (as verl does)
 

@@ -30,10 +30,8 @@ from gui_jax.core.labels import identifying_label
 from gui_jax.core.types import Action, Observation, UIElement
 from gui_jax.models.processor import smart_resize, to_rgb_pil
 from gui_jax.models.qwen2_5_vl.config import QWEN_SPECIAL_TOKENS
+from gui_jax.rl.names import HISTORY_MODES, OBSERVATION_MODES, TARGETS  # noqa: F401 - re-exported
 
-OBSERVATION_MODES = ("screenshot", "ui_text", "both")
-TARGETS = ("coordinate", "element", "text")
-HISTORY_MODES = ("full", "compact")
 IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 
 

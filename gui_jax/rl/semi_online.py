@@ -23,8 +23,7 @@ from gui_jax.core.types import Episode, Observation
 from gui_jax.rewards.rules import dialect_requires_thought, judge_response
 from gui_jax.rl.policy import Generation, Policy
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_image_size
-
-PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")
+from gui_jax.rl.names import PATCH_STRATEGIES  # noqa: F401 - re-exported (import-light names)
 
 
 @dataclasses.dataclass(frozen=True)

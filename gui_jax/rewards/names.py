@@ -1,0 +1,3 @@
+"""Option names of the reward modules, in a module that imports nothing: config validation reads them
+without loading JAX; gui_jax/rewards/rules.py imports them from here."""
+REWARD_PRESETS = ("paper", "code")                                   # rewards/rules.py
