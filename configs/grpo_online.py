@@ -15,7 +15,7 @@ Wilson 95 % intervals, McNemar vs the SFT start, and the rollout report.
 import ml_collections
 
 from gui_jax.train.config_blocks import sft_block, sibling_recipe
-from gui_jax.train.online_config import env_block, online_block
+from gui_jax.train.online.config import env_block, online_block
 
 
 def get_config(algorithm: str = "grpo"):

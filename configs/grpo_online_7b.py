@@ -9,7 +9,7 @@ AWG: β = 0.05, N = 8 rollouts per task, 8 tasks per iteration, ≤ 15 steps, cu
 import ml_collections
 
 from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, sft_block
-from gui_jax.train.online_config import env_block, online_block
+from gui_jax.train.online.config import env_block, online_block
 
 
 def get_config(algorithm: str = "grpo"):

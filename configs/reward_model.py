@@ -10,7 +10,7 @@ text (0 here: older steps as text lines keep prompts short); the paper setting i
 
 import ml_collections
 
-from gui_jax.train.reward_model import reward_model_block
+from gui_jax.train.rm_training import reward_model_block
 
 from gui_jax.train.config_blocks import sibling_recipe
 

@@ -55,7 +55,7 @@ def lands_in(action, obs, bbox) -> bool:
 def main(argv):
     from sft_curve import load_config
 
-    from gui_jax.eval.online import run_online_episodes
+    from gui_jax.eval.online_success import run_online_episodes
     from gui_jax.jobs.common import load_stage_params, prepare, set_agent_params
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig

@@ -46,7 +46,7 @@ def main(argv=None):
     from gui_jax.rl.batch import make_micro_batches
     from gui_jax.rl.jax_policy import JaxPolicy
     from gui_jax.rl.prompting import PromptConfig
-    from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
+    from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, semi_online_rollouts
     from gui_jax.tasks.generate import generate_episodes
     from gui_jax.tasks.splits import make_split
     from gui_jax.train.rl_common import rl_loss_fn, samples_from_generations

@@ -31,7 +31,7 @@ def main():
         ap.error(f"--compare {args.compare!r}: no such run folder")
     sys.path.insert(0, ROOT)
     from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
-    from gui_jax.eval.online import run_online_episodes
+    from gui_jax.eval.online_success import run_online_episodes
     from gui_jax.jobs import common, literal_overrides, load_config
     from gui_jax.jobs.reward_model import rm_configs
     from gui_jax.jobs.verifier_eval import load_policy

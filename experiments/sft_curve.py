@@ -43,7 +43,7 @@ def load_config(overrides):
 
 def main(argv):
     from gui_jax.eval.offline import evaluate_steps
-    from gui_jax.eval.online import online_metrics, run_online_episodes
+    from gui_jax.eval.online_success import online_metrics, run_online_episodes
     from gui_jax.jobs.common import prepare, write_snapshot
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig

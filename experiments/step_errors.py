@@ -20,7 +20,7 @@ def main(argv):
     from gui_jax.jobs.common import prepare
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
-    from gui_jax.rl.semi_online import SemiOnlineConfig, expert_element, judge_step
+    from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, expert_element, judge_step
     from gui_jax.train.sft import expert_history
     if len(argv) < 2:
         raise SystemExit(__doc__)

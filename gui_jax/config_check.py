@@ -6,7 +6,7 @@ and ml_collections only, which main loads anyway): template names are read from 
 only when a config names templates.
 
 The blocks with default builders (`model`, `prompt`, `sft`, `rl`, `mesh` in
-gui_jax/train/config_blocks.py; `online`, `env` in gui_jax/train/online_config.py) are declared there
+gui_jax/train/config_blocks.py; `online`, `env` in gui_jax/train/online/config.py) are declared there
 field by field (gui_jax/core/config_schema.py): their checks and docs are taken from those declarations.
 The blocks below (`data`, `eval`, `reasoning`, `export`, the top level, generate_episodes) have no
 default builder and keep their `Rule`s here. Name lists come from the import-light modules that own
@@ -23,7 +23,7 @@ from gui_jax.core import config_schema as schema
 from gui_jax.core.config_schema import Block, suggest, unknown  # noqa: F401 - suggest, unknown: used by main, jobs
 from gui_jax.train.config_blocks import BLOCKS as DEFAULT_BLOCKS
 from gui_jax.train.config_blocks import hf_dir
-from gui_jax.train.online_config import ENV, ONLINE
+from gui_jax.train.online.config import ENV, ONLINE
 # The name lists the checks use, re-exported under the names this module always had (one definition each).
 from gui_jax.core.dialects import DIALECTS  # noqa: F401
 from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401

@@ -9,7 +9,7 @@ compared with this run's config (gui_jax/jobs/common.py `open_workdir`).
 Help: `--help` lists the jobs, recipes and flags; `--config configs/<recipe>.py --help` adds every field
 of that recipe, block by block, as `block.field = value  # meaning` (overrides applied; the meanings of
 the declared blocks come from their declarations, gui_jax/train/config_blocks.py and
-gui_jax/train/online_config.py). `--print_config` prints the same fields sorted, one a line, and exits.
+gui_jax/train/online/config.py). `--print_config` prints the same fields sorted, one a line, and exits.
 (absl's own `--helpfull` still lists absl's flags.)
 """
 from __future__ import annotations

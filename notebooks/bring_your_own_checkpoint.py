@@ -67,7 +67,7 @@ import numpy as np  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from gui_jax.envs.sim import PhoneSim  # noqa: E402
-from gui_jax.eval.online import evaluate_online  # noqa: E402
+from gui_jax.eval.online_success import evaluate_online  # noqa: E402
 from gui_jax.rl.prompting import PromptConfig  # noqa: E402
 from gui_jax.tasks import make_task  # noqa: E402
 

@@ -23,7 +23,7 @@ import pytest
 from gui_jax import config_check
 from gui_jax.core.config_schema import Block
 from gui_jax.train import config_blocks as B
-from gui_jax.train.online_config import ENV, ONLINE, env_block, online_block
+from gui_jax.train.online.config import ENV, ONLINE, env_block, online_block
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "docs" / "algorithms.md", ROOT / "docs" / "README.md"]
@@ -157,7 +157,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
 
 def test_name_lists_of_the_declarations_equal_their_sources():
     from gui_jax.models.sharding import RULE_TABLES
-    from gui_jax.train.online_algorithms import algorithm_names
+    from gui_jax.train.online.builtin_algorithms import algorithm_names
     assert set(B.MESH_RULES) == set(RULE_TABLES)
     assert {"grpo", "adagrpo", "ppo"} <= set(algorithm_names())
 

@@ -3,7 +3,7 @@
 A config block (e.g. `sft`) is a `Block` of `Field`s. The same declaration gives
 
 - the block's defaults: `gui_jax/train/config_blocks.py` builds each ConfigDict with `build(block)`
-  (model, prompt, sft, rl, mesh) and `gui_jax/train/online_config.py` the `online` and `env` blocks;
+  (model, prompt, sft, rl, mesh) and `gui_jax/train/online/config.py` the `online` and `env` blocks;
 - its validation: `gui_jax/config_check.py` runs each field's `check` and names its `doc` in errors;
 - its documentation: `python -m gui_jax.main --config <recipe> --help` (and `--print_config`) print
   each field's value with its `doc`; tests/test_config_schema.py compares the defaults stated in docs/.

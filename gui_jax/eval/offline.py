@@ -10,7 +10,7 @@ from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import sop_metrics, step_metrics
 from gui_jax.rl.policy import Policy
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
-from gui_jax.rl.semi_online import SemiOnlineConfig, expert_element, judge_step, semi_online_rollouts
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, expert_element, judge_step, semi_online_rollouts
 
 
 def evaluate_sop(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig, *,

@@ -10,7 +10,7 @@ import numpy as np
 from gui_jax.eval.greedy_memo import GreedyMemo
 from gui_jax.eval.metrics import mcnemar_exact, paired_bootstrap, wilson_interval
 from gui_jax.eval.offline import evaluate_sop, evaluate_steps
-from gui_jax.eval.online import online_metrics, run_online_episodes
+from gui_jax.eval.online_success import online_metrics, run_online_episodes
 
 # Keys of an evaluate_agent result that are wall-clock timings (not part of the reproducible result).
 TIMING_KEYS = ("eval_seconds", "seconds_sop", "seconds_steps", "seconds_online")

@@ -86,7 +86,7 @@ def phonesim_items(episodes, pcfg) -> list[dict]:
     """One item per expert click on an element: the prompt the quickstart agent sees at that step without
     history, the expert's element and response, and whether the prompt shows that element at all."""
     from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
-    from gui_jax.rl.semi_online import expert_element
+    from gui_jax.rl.semi_online_rollout import expert_element
     items = []
     for ep in episodes:
         for t, action in enumerate(ep.actions):

@@ -87,7 +87,7 @@ def load_trajectory_rm(config, pcfg):
     critic_init = rm), loaded from online.rm_checkpoint_dir with the RM prompt settings of `rm.model`
     (the reward_model recipe's block, as the RM was trained); None when no RM is needed."""
     from gui_jax.config_check import ConfigError
-    from gui_jax.train.online_config import needs_reward_model, validate_online
+    from gui_jax.train.online.config import needs_reward_model, validate_online
     o = config.online
     try:
         validate_online(o)  # every online field before any work (its messages name "online.<field>")
@@ -104,8 +104,8 @@ def load_trajectory_rm(config, pcfg):
         raise ConfigError("config.rm.model is missing: the reward model's prompt settings (RewardModelConfig "
                           "fields, as in configs/reward_model.py) are needed to score with online.rm_checkpoint_dir")
     from gui_jax.jobs.verifier_eval import load_policy
-    from gui_jax.rewards.reward_model import RewardModelConfig
-    from gui_jax.train.online_rewards import RMTrajectoryScorer
+    from gui_jax.rewards.rm_scoring import RewardModelConfig
+    from gui_jax.train.online.rewards import RMTrajectoryScorer
     rm_agent, _ = load_policy(config, o.rm_checkpoint_dir, "online.rm_checkpoint_dir")
     return RMTrajectoryScorer(rm_agent, pcfg, RewardModelConfig(**config.rm.model.to_dict()))
 

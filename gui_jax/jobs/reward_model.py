@@ -20,10 +20,10 @@ from absl import logging
 
 from gui_jax.config_check import RunError
 from gui_jax.core.types import Action, Episode
-from gui_jax.eval.reward_eval import collapse_warnings, evaluate_records, format_reward_table
+from gui_jax.eval.rm_metrics import collapse_warnings, evaluate_records, format_reward_table
 from gui_jax.jobs import common
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.reward_model import RewardModelConfig, RewardScorer
+from gui_jax.rewards.rm_scoring import RewardModelConfig, RewardScorer
 from gui_jax.rl.prompting import PromptConfig, visible_elements
 
 
@@ -127,7 +127,7 @@ def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict 
 def run(config, workdir: str) -> None:
     from gui_jax.rl.agent import Agent
     from gui_jax.train.logger import MetricsLogger
-    from gui_jax.train.reward_model import check_rm_train_block, train_reward_model
+    from gui_jax.train.rm_training import check_rm_train_block, train_reward_model
     try:  # before minutes of episode and record building
         check_rm_train_block(config.rm.train)
     except ValueError as e:

@@ -226,7 +226,7 @@ def _sft_done(folder: str, num_steps: int) -> bool:
 
 
 def run(config, workdir: str) -> None:
-    from gui_jax.eval.online import run_online_episodes
+    from gui_jax.eval.online_success import run_online_episodes
     from gui_jax.jobs.reward_model import rm_configs
     from gui_jax.train.logger import MetricsLogger
     from gui_jax.train.sft import train_sft

@@ -166,7 +166,7 @@ def policy_proposer(policy, pcfg: PromptConfig, *, temperature: float, render: b
 def rm_step_scorer(rm_agent, pcfg: PromptConfig, rcfg) -> Callable:
     """score_many(goal, history, obs, actions) -> P(+) per candidate: each candidate as the last step of a
     step record over a temporary episode holding the partial trajectory (docs/algorithms.md §9)."""
-    from gui_jax.rewards.reward_model import RewardScorer
+    from gui_jax.rewards.rm_scoring import RewardScorer
     scorer = RewardScorer(rm_agent, {}, pcfg, rcfg)
 
     def score_many(goal, history, obs, actions):
@@ -292,7 +292,7 @@ def run(config, workdir: str) -> None:
                                  seed=int(v.seed), progress=bool(v.get("progress", True)))
     summary = summarise(outcomes)
     if v.get("greedy_baseline", False):  # the plain policy (greedy, no verifier) on the same tasks
-        from gui_jax.eval.online import run_online_episodes
+        from gui_jax.eval.online_success import run_online_episodes
         recs = run_online_episodes(policy.policy, test_tasks, pcfg, trials=1, temperature=0.0,
                                    resolution=tuple(config.data.resolution), max_steps=v.max_steps,
                                    seed=int(config.seed))

@@ -9,7 +9,7 @@ An `OnlineAlgorithm` names its pieces instead of the trainer branching on the al
     register_algorithm("my_algo", OnlineAlgorithm(advantage="my_adv", policy_loss="my_loss"))
     config.online = online_block("my_algo")      # then train_online / the online_rl job as usual
 
-GRPO, AdaGRPO and PPO are registered by `gui_jax/train/online_algorithms.py` (their hooks use the
+GRPO, AdaGRPO and PPO are registered by `gui_jax/train/online/builtin_algorithms.py` (their hooks use the
 trainer's critic and selection code, which lives in train/; this module imports nothing heavy so that
 config recipes can read the registered names).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional, Union
 
-# hook types (cfg = the `online` config block; run = the trainer's OnlineRun; trajs = online_select.Traj)
+# hook types (cfg = the `online` config block; run = the trainer's OnlineRun; trajs = train/online/selection.Traj)
 DefaultsFn = Callable[[Any], None]                         # edits a fresh online block in place
 ValidateFn = Callable[[Any], None]                         # raises ValueError naming "online.<field>"
 ReplayFn = Callable[[Any], Optional[Any]]                  # cfg -> replay buffer (run.buffer, checkpointed)

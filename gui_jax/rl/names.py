@@ -5,7 +5,7 @@ loading JAX. The modules that use them import them from here (and re-export them
 OBSERVATION_MODES = ("screenshot", "ui_text", "both")               # rl/prompting.py PromptConfig.observation
 TARGETS = ("coordinate", "element", "text")                          # rl/prompting.py PromptConfig.target
 HISTORY_MODES = ("full", "compact")                                  # rl/prompting.py PromptConfig.history_mode
-PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")       # rl/semi_online.py
+PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")       # rl/semi_online_rollout.py
 AGGREGATIONS = ("token_mean", "step_token_mean", "seq_mean_token_mean")  # rl/losses.py
 KL_KINDS = ("kl", "mse", "low_var_kl")                               # rl/losses.py
 TINY_TOKENIZERS = ("tiny", "tiny_phonesim", "tiny_phonesim_num")     # rl/agent.py TINY_VOCABULARIES

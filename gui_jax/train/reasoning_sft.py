@@ -12,7 +12,7 @@ from typing import Sequence
 
 from gui_jax.core.types import Episode
 from gui_jax.rl.prompting import PromptConfig, build_messages
-from gui_jax.rl.semi_online import SemiOnlineConfig, judge_step
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.sft import expert_history, train_sft
 

@@ -16,7 +16,7 @@ from absl import logging
 from gui_jax.core.types import Episode
 from gui_jax.rl.advantages import dynamic_sampling_keep, grpo_trajectory, ui_s1_semi_online
 from gui_jax.rl.prompting import PromptConfig, build_messages
-from gui_jax.rl.semi_online import SemiOnlineConfig, judge_step, semi_online_rollouts
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step, semi_online_rollouts
 from gui_jax.train.config_blocks import DYNAMIC_SAMPLING_SHORT  # declared with rl.dynamic_sampling_short
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.rl_common import RLRun, samples_from_generations

@@ -17,7 +17,7 @@ from gui_jax.core.types import Action, Episode
 from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
-from gui_jax.rl.semi_online import expert_element
+from gui_jax.rl.semi_online_rollout import expert_element
 from gui_jax.train.copy_warmup import maybe_copy_warmup
 from gui_jax.train.fit import fit
 from gui_jax.train.grounding import grounding_instruction, sample_grounding

@@ -7,7 +7,7 @@ from gui_jax.core.types import Action
 from gui_jax.envs.sim.phonesim import expert_actions, make_task
 from gui_jax.eval.greedy_memo import GreedyMemo, prompt_key
 from gui_jax.eval.offline import evaluate_sop, evaluate_steps
-from gui_jax.eval.online import run_online_episodes
+from gui_jax.eval.online_success import run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.tasks.generate import generate_episodes

@@ -4,7 +4,7 @@ import pytest
 
 from gui_jax.core.dialects import format_response
 from gui_jax.envs.sim.phonesim import PhoneSim, expert_actions, make_task
-from gui_jax.eval.online import online_metrics, run_online_episodes
+from gui_jax.eval.online_success import online_metrics, run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
 

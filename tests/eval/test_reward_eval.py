@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gui_jax.core.types import Action, Episode, Observation
-from gui_jax.eval.reward_eval import evaluate_records, format_reward_table, reward_metrics
+from gui_jax.eval.rm_metrics import evaluate_records, format_reward_table, reward_metrics
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
 
 
@@ -49,7 +49,7 @@ def test_evaluate_records_reads_lengths_and_difficulty_from_episodes():
 
 def test_roc_auc_hand_values_and_the_collapse_warning():
     from gui_jax.eval.metrics import roc_auc
-    from gui_jax.eval.reward_eval import collapse_warnings
+    from gui_jax.eval.rm_metrics import collapse_warnings
     # positives 0.9, 0.4; negatives 0.5, 0.1: pairs (0.9>0.5, 0.9>0.1, 0.4<0.5, 0.4>0.1) → 3/4
     assert roc_auc([0.9, 0.4, 0.5, 0.1], [True, True, False, False]) == 0.75
     assert roc_auc([0.3, 0.3, 0.3], [True, False, False]) == 0.5           # ties count one half

@@ -15,7 +15,7 @@ from gui_jax.eval.metrics import wilson_interval
 from gui_jax.jobs import base_eval, common
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig, build_messages
-from gui_jax.rl.semi_online import expert_element
+from gui_jax.rl.semi_online_rollout import expert_element
 from gui_jax.train.pretrain_data import quickstart_prompt_config, reading_eval_items
 
 REPO = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ def test_an_unknown_template_is_named(tmp_path):
 
 def test_screen_variants_repeat_train_goals_on_other_screens_and_leave_test_alone(tmp_path):
     from gui_jax.envs.sim import PhoneSim
-    from gui_jax.rl.semi_online import expert_element
+    from gui_jax.rl.semi_online_rollout import expert_element
     from gui_jax.tasks.generate import generate_episode
     from gui_jax.tasks.splits import instance_key, screen_variants
     base_train, base_test, _, _ = prepare(_config(), str(tmp_path / "a"), sides=())

@@ -136,7 +136,7 @@ def _si_config(**extra):
 
 
 def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monkeypatch):
-    import gui_jax.eval.online as online
+    import gui_jax.eval.online_success as online
     import gui_jax.train.sft as sft
     calls = {"eval": 0, "sft": 0, "search": 0}
 

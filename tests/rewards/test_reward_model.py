@@ -6,13 +6,13 @@ import pytest
 
 from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.reward_model import (QUESTION, RewardModelConfig, RewardScorer, label_ids, rm_messages,
+from gui_jax.rewards.rm_scoring import (QUESTION, RewardModelConfig, RewardScorer, label_ids, rm_messages,
                                          rm_sample)
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.batch import build_batch
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.config_blocks import model_block
-from gui_jax.train.reward_model import balance_plan, check_rm_train_block, reward_model_block, train_reward_model
+from gui_jax.train.rm_training import balance_plan, check_rm_train_block, reward_model_block, train_reward_model
 
 from support.fake_policy import make_episode
 
@@ -188,7 +188,7 @@ def test_rm_writes_label_clicks_as_their_element_or_as_the_policy_wrote_them():
     from gui_jax.core.types import Action
     from gui_jax.envs.sim import PhoneSim, make_task
     from gui_jax.rewards.data_engine import StepRef
-    from gui_jax.rewards.reward_model import action_text
+    from gui_jax.rewards.rm_scoring import action_text
     from gui_jax.rl.prompting import PromptConfig
     pcfg = PromptConfig(observation="ui_text", target="element", system_prompt=False)
     obs = PhoneSim(render=False).reset(make_task("settings.wifi_on", 0))

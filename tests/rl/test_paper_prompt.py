@@ -24,7 +24,7 @@ from gui_jax.models.tokenizer import qwen25_tokenizer
 from gui_jax.rl.batch import build_batch
 from gui_jax.rl.jax_policy import JaxPolicy
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
-from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, semi_online_rollouts
 from gui_jax.tasks.generate import generate_episodes
 from gui_jax.tasks.splits import make_split
 from gui_jax.train.rl_common import samples_from_generations

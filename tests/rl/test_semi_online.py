@@ -4,7 +4,7 @@ import pytest
 
 from gui_jax.eval.offline import evaluate_sop
 from gui_jax.rl.prompting import PromptConfig
-from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, semi_online_rollouts
 
 from support.fake_policy import ScriptedPolicy, click_response, make_episode
 

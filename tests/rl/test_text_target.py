@@ -7,7 +7,7 @@ import pytest
 from gui_jax.core.dialects import parse_response
 from gui_jax.envs.sim import PhoneSim, make_task
 from gui_jax.rl.prompting import PromptConfig, expert_response
-from gui_jax.rl.semi_online import SemiOnlineConfig, expert_element, judge_step
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, expert_element, judge_step
 from gui_jax.tasks.generate import generate_episodes
 
 TEXT = PromptConfig(observation="ui_text", target="text", word_tokens=True, system_prompt=False)

@@ -9,7 +9,7 @@ from gui_jax.rewards.rules import dialect_requires_thought
 from gui_jax.rl import advantages as A
 from gui_jax.rl import adagrpo
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_image
-from gui_jax.rl.semi_online import judge_step
+from gui_jax.rl.semi_online_rollout import judge_step
 from gui_jax.tasks import curriculum as C
 from gui_jax.train.config_blocks import prompt_block, rl_block
 from gui_jax.train.rl_common import aggregate_update_metrics

@@ -11,7 +11,7 @@ from gui_jax.rl import advantages, algorithms, losses
 from gui_jax.rl.algorithms import OnlineAlgorithm, get_algorithm, register_algorithm
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.online import train_online
-from gui_jax.train.online_config import env_block, online_block, validate_online
+from gui_jax.train.online.config import env_block, online_block, validate_online
 from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent
 
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")

@@ -13,9 +13,9 @@ from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import StopRequested
 from gui_jax.train.online import OnlineRun, advantage_step, train_online
-from gui_jax.train.online_config import online_block
-from gui_jax.train.online_ppo import Critic, ppo_samples
-from gui_jax.train.online_select import Traj, sample_tasks, step_samples
+from gui_jax.train.online.config import online_block
+from gui_jax.train.online.ppo import Critic, ppo_samples
+from gui_jax.train.online.selection import Traj, sample_tasks, step_samples
 from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent as _agent
 
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
@@ -39,7 +39,7 @@ def _cfg(algorithm, **kw):
 
 
 def _env_cfg(n=4):
-    from gui_jax.train.online_config import env_block
+    from gui_jax.train.online.config import env_block
     e = env_block()
     e.n_envs, e.health_interval_s = n, 0.0
     return e

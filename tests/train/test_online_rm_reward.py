@@ -10,13 +10,13 @@ import pytest
 
 from gui_jax.core.types import Action
 from gui_jax.envs.sim import make_task
-from gui_jax.rewards.reward_model import RewardModelConfig
+from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.online import train_online
-from gui_jax.train.online_config import env_block, online_block, validate_online
-from gui_jax.train.online_ppo import Critic, ppo_samples
-from gui_jax.train.online_rewards import RMTrajectoryScorer, apply_rewards, critic_params_from_rm
-from gui_jax.train.online_select import Traj
+from gui_jax.train.online.config import env_block, online_block, validate_online
+from gui_jax.train.online.ppo import Critic, ppo_samples
+from gui_jax.train.online.rewards import RMTrajectoryScorer, apply_rewards, critic_params_from_rm
+from gui_jax.train.online.selection import Traj
 from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent as _agent
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import StopRequested
 from gui_jax.train.online import OnlineRun, train_online
 from gui_jax.train.rl_common import RLRun
-from gui_jax.train.online_config import online_block
+from gui_jax.train.online.config import online_block
 from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent
 
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")

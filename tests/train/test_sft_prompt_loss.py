@@ -95,7 +95,7 @@ def test_chunked_prompt_loss_equals_one_pass_with_its_gradients(agent, packing):
 def test_reward_model_loss_adds_the_weighted_prompt_nll(agent, w):
     """rm.train.prompt_loss_weight: Σ weight·nll(label) + w · Σ prompt next-token nll, by hand from the
     full logits (the label is the one response token; its weight rides in `advantage`)."""
-    from gui_jax.train.reward_model import rm_loss_fn
+    from gui_jax.train.rm_training import rm_loss_fn
     pos_id, neg_id = 11, 12
     rng = np.random.default_rng(1)
     samples = [TrainSample(rng.integers(20, 300, p).astype(np.int32), np.asarray([lab], np.int32),

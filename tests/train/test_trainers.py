@@ -6,7 +6,7 @@ import pytest
 
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
-from gui_jax.rl.semi_online import SemiOnlineConfig, semi_online_rollouts
+from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, semi_online_rollouts
 from gui_jax.rl.agent import Agent
 from gui_jax.train.config_blocks import model_block, rl_block, sft_block
 from gui_jax.train.fit import StopRequested

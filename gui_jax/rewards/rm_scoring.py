@@ -38,7 +38,7 @@ from gui_jax.rewards.data_engine import RewardRecord, StepRef
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import (PromptConfig, expert_response, model_image, ui_text,
                                   visible_elements, word_spaced)
-from gui_jax.rl.semi_online import expert_element
+from gui_jax.rl.semi_online_rollout import expert_element
 
 QUESTION = "Is the candidate action correct for the goal? Answer yes or no."
 RATIONALE_SUFFIX = "\nVerdict:"

@@ -3,7 +3,7 @@
 The `online` block holds the shared policy-loss / optimizer / checkpoint fields of `rl_block` (so
 `RLRun` reads it directly) plus the rollout, curriculum and per-algorithm switches. Every knob a
 paper ablates is a field: `spa`, `adapr`, `prune_negatives`, `fcf`, the curriculum, the GAE level.
-`online.algorithm` is any name registered in `gui_jax.rl.algorithms` (built-ins: `online_algorithms`);
+`online.algorithm` is any name registered in `gui_jax.rl.algorithms` (built-ins: `online/builtin_algorithms.py`);
 the algorithm's own defaults and checks come from its `defaults` / `validate` hooks.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from gui_jax.core.config_schema import Block
 from gui_jax.core.config_schema import Field as F
 from gui_jax.core.config_schema import boolean, choice, int_tuple, integer, number, strings, text
 from gui_jax.train.config_blocks import RL, build
-from gui_jax.train.online_algorithms import algorithm_names, get_algorithm
+from gui_jax.train.online.builtin_algorithms import algorithm_names, get_algorithm
 
 GAE_LEVELS = ("step", "token")
 REWARDS = ("rule", "rm")

@@ -5,7 +5,7 @@
   (`online.prune_negatives`) in its selection hook (§7).
 - ppo: a critic and GAE in its samples hook (§8), per-step rewards; no KL, curriculum or FCF by default.
 
-Importing this module registers them; `online_config` imports it, so every trainer sees them. The hooks
+Importing this module registers them; `online/config.py` imports it, so every trainer sees them. The hooks
 import the trainer code they call when first called: config recipes import this module to read the
 names and defaults without loading JAX.
 """
@@ -33,7 +33,7 @@ def _adagrpo_replay(cfg):
 
 def _adagrpo_select(run, trajs, cfg, rng) -> tuple[list, dict]:
     """Negative pruning + AdaPR replay on trajectories whose advantages are set (`select_adagrpo`)."""
-    from gui_jax.train.online_select import select_adagrpo
+    from gui_jax.train.online.selection import select_adagrpo
     sel = select_adagrpo(trajs, run.buffer, rng, nominal_batch=cfg.episodes_per_iteration * cfg.num_rollouts,
                          prune=cfg.prune_negatives, max_neg_per_pos=cfg.max_neg_per_pos)
     return sel.trajs, {"pruned": sel.pruned, "replayed": sel.replayed, "buffer_inserted": sel.inserted,
@@ -48,15 +48,15 @@ def _ppo_defaults(c) -> None:
 
 
 def _ppo_critic(agent, cfg, *, params=None, reward_model=None):
-    from gui_jax.train.online_ppo import Critic
+    from gui_jax.train.online.ppo import Critic
     if params is None and cfg.get("critic_init", "") == "rm":
-        from gui_jax.train.online_rewards import critic_params_from_rm
+        from gui_jax.train.online.rewards import critic_params_from_rm
         params = critic_params_from_rm(agent, reward_model)
     return Critic(agent, cfg, params=params)
 
 
 def _ppo_samples(run, trajs, cfg, *, reward_fn=None) -> tuple[list, dict]:
-    from gui_jax.train.online_ppo import ppo_samples
+    from gui_jax.train.online.ppo import ppo_samples
     return ppo_samples(run.critic, trajs, cfg, reward_fn=reward_fn)
 
 

@@ -24,7 +24,7 @@ from gui_jax.core.types import Episode
 from gui_jax.data.pipeline import list_batch, make_pipeline
 from gui_jax.models.heads import label_token_nll
 from gui_jax.rewards.data_engine import RewardRecord
-from gui_jax.rewards.reward_model import RewardModelConfig, label_ids, rm_sample
+from gui_jax.rewards.rm_scoring import RewardModelConfig, label_ids, rm_sample
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import fit

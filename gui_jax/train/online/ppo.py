@@ -167,7 +167,7 @@ def ppo_samples(critic: Critic, trajs: Sequence, cfg, *, reward_fn: Optional[Rew
     """PPO's iteration on the host: values of the current critic → GAE (step or token level) →
     (optionally batch-standardised) advantages on every step → `critic_updates` critic steps toward
     the GAE returns. Returns (the actor's TrainSamples, metrics)."""
-    from gui_jax.train.online_select import step_samples
+    from gui_jax.train.online.selection import step_samples
     level = cfg.get("gae_level", "step")
     trajs = [t for t in trajs if t.steps]
     per_traj = [step_samples(t, 0.0) for t in trajs]

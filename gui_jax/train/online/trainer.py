@@ -9,7 +9,7 @@ reference) on every step's response tokens, with the behaviour log-probs of the 
 
 Algorithms (`online.algorithm`, any name registered in `gui_jax.rl.algorithms`; the trainer calls the
 registered `OnlineAlgorithm`'s estimator, loss and hooks and never compares the name; built-ins in
-`online_algorithms`):
+`online/builtin_algorithms.py`):
 - grpo: A_i = (R_i − mean)/(std + 1e-6) over the trajectories of one task (groups keyed by task id),
   broadcast to every step and token;
 - adagrpo: SPA advantages (`spa`), AdaPR replay (`adapr`) with negative pruning (`prune_negatives`),
@@ -20,7 +20,7 @@ Rollouts (`rollout_mode`): sync = lock-step, one engine per iteration, determini
 (AWG §3.3): one engine for the whole run keeps this iteration's and the next one's groups in flight, the
 update starts as soon as the first `episodes_per_iteration` groups are complete, and a group whose first
 step is more than `max_staleness` updates old is re-run (logged: policy_lag_mean/max, waited_s).
-Rewards (`online_rewards`): the env's rule check, or a trained reward model's outcome score
+Rewards (`online/rewards.py`): the env's rule check, or a trained reward model's outcome score
 (`reward = rm`, both logged with their agreement); PPO's dense PRM reward (`step_reward = prm`) and a
 critic initialised from the RM (`critic_init = rm`).
 Episodes hit by env faults are re-run on another env, then recorded as `env_failure`: they never
@@ -48,11 +48,11 @@ from gui_jax.rl.losses import get_policy_loss
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
 from gui_jax.tasks.curriculum import Curriculum
-from gui_jax.train.online_algorithms import get_algorithm
-from gui_jax.train.online_config import needs_reward_model, validate_online
-from gui_jax.train.online_ppo import critic_dir
-from gui_jax.train.online_rewards import apply_rewards
-from gui_jax.train.online_select import Traj, group_advantages, sample_tasks, step_samples
+from gui_jax.train.online.builtin_algorithms import get_algorithm
+from gui_jax.train.online.config import needs_reward_model, validate_online
+from gui_jax.train.online.ppo import critic_dir
+from gui_jax.train.online.rewards import apply_rewards
+from gui_jax.train.online.selection import Traj, group_advantages, sample_tasks, step_samples
 from gui_jax.train.rl_common import RLRun
 
 REPORT_KEYS = ("episodes", "completed", "env_failure", "retried", "failed_attempts", "stale_restarts",
@@ -217,7 +217,7 @@ def train_online(agent, tasks: Sequence, pcfg: PromptConfig, cfg, *, workdir: st
     `make_env(slot)`, else from `env_cfg` (PhoneSim in process, RemoteEnv with env.server_urls).
     policy: the behaviour policy for rollouts (default agent.policy; its generations must carry the
     agent's token ids). reward_fn(trajectory, t) -> float: PPO's per-step reward hook.
-    reward_model: a trajectory reward model (`online_rewards.RMTrajectoryScorer` or an object with
+    reward_model: a trajectory reward model (`online/rewards.py` `RMTrajectoryScorer` or an object with
     outcome_scores / step_scores), needed by online.reward = rm, step_reward = prm, critic_init = rm.
     rollout_mode sync: lock-step, one engine per iteration (deterministic). async: one engine for the
     whole run, trains on the first `episodes_per_iteration` complete groups (see `_AsyncStream`).
@@ -431,5 +431,5 @@ class _AsyncStream:
 
 
 def _default_env():
-    from gui_jax.train.online_config import env_block
+    from gui_jax.train.online.config import env_block
     return env_block()

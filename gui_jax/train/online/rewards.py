@@ -27,7 +27,7 @@ from flax import nnx
 
 from gui_jax.core.types import Action, Episode
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
-from gui_jax.train.online_algorithms import get_algorithm
+from gui_jax.train.online.builtin_algorithms import get_algorithm
 
 
 # ------------------------------------------------------------------------------------------ trajectories → RM records
@@ -64,7 +64,7 @@ class RMTrajectoryScorer:
     in `unscorable`."""
 
     def __init__(self, rm_agent, pcfg, rcfg):
-        from gui_jax.rewards.reward_model import RewardScorer
+        from gui_jax.rewards.rm_scoring import RewardScorer
         self.agent, self.pcfg, self.rcfg = rm_agent, pcfg, rcfg
         self.scorer = RewardScorer(rm_agent, {}, pcfg, rcfg)
         self.label_ids = (self.scorer.pos_id, self.scorer.neg_id)
