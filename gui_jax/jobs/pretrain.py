@@ -56,7 +56,11 @@ def model_card(config, workdir: str, out: dict) -> str:
     from gui_jax.jobs.common import version_info
     cfg = config.pretrain
     losses = _metric_series(workdir, "pretrain/loss")
-    tokens = sum(v for _, v in _metric_series(workdir, "pretrain/batch_tokens"))
+    counted = _metric_series(workdir, "pretrain/batch_tokens")
+    tokens = sum(v for _, v in counted)
+    # updates without a record (a run segment from before the count existed) at the mean of the counted ones
+    uncounted = max(out["steps"] - len(counted), 0)
+    tokens += uncounted * tokens / max(len(counted), 1)
     segments = run_segments(workdir)
     seconds = sum(s["seconds"] for s in segments)
     tail = [v for _, v in losses[-50:]]
@@ -88,7 +92,8 @@ def model_card(config, workdir: str, out: dict) -> str:
         "layouts: pretrain_screens.py)",
         f"- Objectives and mix: {cfg.mix}; prompt_loss_weight {cfg.prompt_loss_weight}",
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
-        f"- Updates: {out['steps']} of batch {cfg.batch_size} items; {int(tokens):,} tokens; AdamW lr "
+        f"- Updates: {out['steps']} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
+        f"{f' ({uncounted} updates estimated at the mean)' if uncounted else ''}; AdamW lr "
         f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
         f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
         f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
