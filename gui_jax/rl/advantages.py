@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gui_jax.core.registry import lookup, register
+
 EPS = 1e-6
 
 
@@ -283,18 +285,12 @@ ADVANTAGE_ESTIMATORS: dict[str, Callable] = {
 
 def get_estimator(name: str) -> Callable:
     """The advantage estimator registered as `name` (see ADVANTAGE_ESTIMATORS)."""
-    try:
-        return ADVANTAGE_ESTIMATORS[name]
-    except KeyError:
-        raise KeyError(f"unknown advantage estimator {name!r}; known: {sorted(ADVANTAGE_ESTIMATORS)}") from None
+    return lookup(ADVANTAGE_ESTIMATORS, name, "advantage estimator", KeyError)
 
 
 def register_estimator(name: str, fn: Callable) -> Callable:
     """Register `fn` under `name` (overwriting is an error)."""
-    if name in ADVANTAGE_ESTIMATORS:
-        raise KeyError(f"advantage estimator {name!r} is already registered")
-    ADVANTAGE_ESTIMATORS[name] = fn
-    return fn
+    return register(ADVANTAGE_ESTIMATORS, name, fn, "advantage estimator", KeyError)
 
 
 # --------------------------------------------------------------------------- online group advantages
@@ -317,18 +313,12 @@ GROUP_ADVANTAGES: dict[str, Callable] = {"grpo": _grpo_group, "spa": _spa_group}
 
 def get_group_advantage(name: str) -> Callable:
     """The online group-advantage estimator registered as `name` (see GROUP_ADVANTAGES)."""
-    try:
-        return GROUP_ADVANTAGES[name]
-    except KeyError:
-        raise ValueError(f"unknown group advantage estimator {name!r}; known: {sorted(GROUP_ADVANTAGES)}") from None
+    return lookup(GROUP_ADVANTAGES, name, "group advantage estimator")
 
 
 def register_group_advantage(name: str, fn: Callable) -> Callable:
     """Register an online estimator fn(rewards, group_ids, *, lengths, cfg) -> [N] (overwriting is an error)."""
-    if name in GROUP_ADVANTAGES:
-        raise ValueError(f"group advantage estimator {name!r} is already registered")
-    GROUP_ADVANTAGES[name] = fn
-    return fn
+    return register(GROUP_ADVANTAGES, name, fn, "group advantage estimator")
 
 
 def index_ids(keys) -> np.ndarray:

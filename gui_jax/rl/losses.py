@@ -20,6 +20,7 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from gui_jax.core.registry import lookup, register
 from gui_jax.rl.names import AGGREGATIONS, KL_KINDS  # noqa: F401 - re-exported (import-light names)
 
 LOG_RATIO_CLIP = 20.0  # docs/algorithms.md §5: ρ = exp(clip(logπθ − logπold, −20, 20))
@@ -209,15 +210,9 @@ POLICY_LOSSES: dict[str, Callable] = {"ppo_clip": combine_loss}
 
 def get_policy_loss(name: str) -> Callable:
     """The policy loss registered as `name` (see POLICY_LOSSES)."""
-    try:
-        return POLICY_LOSSES[name]
-    except KeyError:
-        raise ValueError(f"unknown policy loss {name!r}; known: {sorted(POLICY_LOSSES)}") from None
+    return lookup(POLICY_LOSSES, name, "policy loss")
 
 
 def register_policy_loss(name: str, fn: Callable) -> Callable:
     """Register `fn` (combine_loss's signature) under `name` (overwriting is an error)."""
-    if name in POLICY_LOSSES:
-        raise ValueError(f"policy loss {name!r} is already registered")
-    POLICY_LOSSES[name] = fn
-    return fn
+    return register(POLICY_LOSSES, name, fn, "policy loss")
