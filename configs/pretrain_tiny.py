@@ -37,6 +37,9 @@ def get_config():
         # it (experiments/results/lookup_probe.md row 10) and it costs a vocabulary-wide head on every token
         "prompt_loss_weight": 0.0,
         "prompt_loss_chunk": 1024,
+        # goals answered per screen: the first in the agent's prompt, the others as further chat turns, all
+        # trained (dense supervision: one answer per screen is one supervised look-up per ~100-400 tokens)
+        "goals_per_screen": 1,
         # objective:weight (tap, read, state, home, screen_text)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end

@@ -79,11 +79,12 @@ class CurriculumStream:
     from that update's curriculum stage. Random access, a pure function of (seed, i)."""
 
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
-                 batch_size: int, seed: int, first_step: int = 0):
+                 batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
-        from a weights-only snapshot taken there."""
+        from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource)."""
         self.agent, self.batch_size, self.offset = agent, int(batch_size), int(first_step) * int(batch_size)
-        self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed) for s in stages]
+        self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
+                                       goals_per_screen=goals_per_screen) for s in stages]
         ends, at = [], 0
         for s in stages:
             at = at + s.steps if s.steps is not None else None
@@ -202,7 +203,7 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     agent.set_params(jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x, agent.params))
     first_step = int(cfg.get("first_step", 0))
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
-                              first_step=first_step)
+                              first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

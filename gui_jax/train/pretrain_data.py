@@ -25,7 +25,7 @@ import numpy as np
 from gui_jax.core.dialects import ActionParseError, expressible, parse_response
 from gui_jax.core.types import Action
 from gui_jax.rl.batch import TrainSample
-from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, ui_text
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_text, ui_text, word_spaced
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
@@ -107,11 +107,14 @@ class PretrainSource:
     Item (dict): messages (chat, no images), target (response text), objective, goal, layout, label,
     target_element (tap/home: int, else None), answer (read/state: str, else None), label_element,
     value_element (read), ui_text, ui_span (message, content item, start, end of the UI lines in that text),
-    prompt_loss_weight (> 0 on screen_text items), n_lines, observation, pool, dialect, seed, index.
+    prompt_loss_weight (> 0 on screen_text items), turns (further goals about the screen: dicts of goal, target,
+    target_element, answer, label), n_lines, observation, pool, dialect, seed, index.
     """
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
-                 pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0):
+                 pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1):
+        """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
+        (`turns`), each answered by the expert (fewer when the screen has fewer unique targets)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -137,7 +140,10 @@ class PretrainSource:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         if not isinstance(ui_loss_weight, (int, float)) or not ui_loss_weight > 0:
             raise ValueError(f"ui_loss_weight must be > 0, got {ui_loss_weight!r}")
+        if not isinstance(goals_per_screen, (int, np.integer)) or not 1 <= goals_per_screen <= 16:
+            raise ValueError(f"goals_per_screen must be an int in [1, 16], got {goals_per_screen!r}")
         self.cfg, self.pool_name, self.seed, self.ui_loss_weight = prompt_cfg, pool, int(seed), float(ui_loss_weight)
+        self.goals_per_screen = int(goals_per_screen)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -168,17 +174,27 @@ class PretrainSource:
         layout, need = options[int(rng.integers(len(options)))]
         scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
                            shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds)
-        goal, action, answer = _goal_and_action(rng, need, scr)
+        goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
         messages, _ = build_messages(goal, [], obs, self.cfg)
         element = action.element if action.type == "click" else None
         target = expert_response(action, obs, self.cfg, element=element)
+        turns = []
+        if self.goals_per_screen > 1 and scr.others:  # draws from rng only here: 1 goal per screen is unchanged
+            k = min(self.goals_per_screen - 1, len(scr.others))
+            for j in rng.permutation(len(scr.others))[:k]:
+                slot, _, tap, _ = scr.others[int(j)]
+                g, a, ans = _goal_and_action(rng, need, slot, tap)
+                el = a.element if a.type == "click" else None
+                turns.append({"goal": g, "message": f"Goal: {word_spaced(g) if self.cfg.word_tokens else g}",
+                              "target": expert_response(a, obs, self.cfg, element=el),
+                              "target_element": el, "answer": ans, "label": slot.label})
         return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout,
                 "label": scr.target.label, "target_element": element, "answer": answer,
                 "label_element": scr.label_element, "value_element": scr.value_element,
                 "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages),
                 "prompt_loss_weight": self.ui_loss_weight if obj == "screen_text" else 0.0,
-                "n_lines": scr.n_lines, "observation": obs, "pool": self.pool_name, "dialect": self.cfg.dialect,
+                "turns": turns, "n_lines": scr.n_lines, "observation": obs, "pool": self.pool_name, "dialect": self.cfg.dialect,
                 "seed": self.seed, "index": i}
 
 
@@ -186,12 +202,11 @@ def _pick(rng, options: Sequence[str]) -> str:
     return options[int(rng.integers(len(options)))]
 
 
-def _goal_and_action(rng, need: str, scr) -> tuple[str, Action, Optional[str]]:
-    """(goal text, expert action, answer or None) for the screen's target slot."""
-    s = scr.target
+def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str, Action, Optional[str]]:
+    """(goal text, expert action, answer or None) for slot `s` of a screen (tap_element: its tap element)."""
     if need in ("tap", "home"):
         goal = _pick(rng, TAP_GOALS if need == "tap" else HOME_GOALS).format(L=s.label)
-        return goal, Action("click", element=scr.tap_element), None
+        return goal, Action("click", element=tap_element), None
     if need == "read":
         options = READ_GOALS[s.value_kind] + READ_WHERE[s.where]
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value
@@ -228,7 +243,10 @@ def encode_item(agent, item: dict) -> EncodedItem:
     between the common prefix and the common suffix of the two id sequences are the UI text's (exact unless
     the tokenizer merges a token across the UI text's first or last character)."""
     g = agent.policy.encode((item["messages"], []), item["target"])
-    sample = TrainSample(g.prompt_ids, g.response_ids, advantage=1.0, pixel_values=g.pixel_values,
+    response = g.response_ids
+    if item.get("turns"):
+        response = _later_turns(agent, item, g.prompt_ids, g.response_ids)
+    sample = TrainSample(g.prompt_ids, response, advantage=1.0, pixel_values=g.pixel_values,
                          image_grid_thw=g.image_grid_thw)
     m, c, start, end = item["ui_span"]
     blank = copy.deepcopy(item["messages"])
@@ -246,6 +264,24 @@ def encode_item(agent, item: dict) -> EncodedItem:
     mask = np.zeros(len(ids), bool)
     mask[pre:len(ids) - suf] = True
     return EncodedItem(sample, mask, float(item["prompt_loss_weight"]), item["objective"])
+
+
+def _later_turns(agent, item: dict, prompt_ids, first_response) -> np.ndarray:
+    """The response ids of a multi-goal item: the first answer, then each further goal as a user turn and its
+    answer, in the chat template. All of it is trained: the answers (the look-up) and the goals' label words
+    (copying a label from the screen once its first word is written)."""
+    messages, previous = list(item["messages"]), item["target"]
+    for turn in item["turns"]:
+        messages += [{"role": "assistant", "content": model_text(previous)},
+                     {"role": "user", "content": [{"type": "text", "text": turn["message"]}]}]
+        previous = turn["target"]
+    g = agent.policy.encode((messages, []), previous)
+    ids = np.concatenate([np.asarray(g.prompt_ids), np.asarray(g.response_ids)])
+    p, r = len(prompt_ids), len(first_response)
+    if not (np.array_equal(ids[:p], prompt_ids) and np.array_equal(ids[p:p + r], first_response)):
+        raise ValueError(f"item {item['index']}: the multi-turn encoding does not start with the first turn's "
+                         "prompt and answer (the chat template re-tokenises across turns)")
+    return ids[p:]
 
 
 # ---- reading evaluation ------------------------------------------------------------------------------------

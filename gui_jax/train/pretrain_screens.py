@@ -80,6 +80,9 @@ class SynthScreen:
     tap_element: Optional[int]
     value_element: Optional[int]
     n_lines: int                  # UI-text lines the prompt shows
+    # other slots serving the same need whose labels are also unique on screen, with their (label, tap, value)
+    # elements: more goals about the same screen (dense supervision)
+    others: tuple = ()
 
 
 class _StubDevice:
@@ -435,14 +438,27 @@ def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig)
     shown = shown_elements(obs, cfg)
     if len(shown) != b.n:  # the line budget and the prompt's own filter must agree
         raise RuntimeError(f"{layout} screen shows {len(shown)} lines, built for {b.n}")
-    own = {index[id(n)] for n, _, _ in slot.label_nodes}
     shown_idx = {e.index for e in shown}
-    for e in shown:  # the target label names nothing else on screen
-        if e.index not in own and contains_label(element_label_text(e, cfg), b.target):
+
+    def locate(s: Slot) -> Optional[tuple[int, Optional[int], Optional[int]]]:
+        """(first label, tap, value) elements of a slot whose label names nothing else on screen, else None."""
+        own = {index[id(n)] for n, _, _ in s.label_nodes}
+        for e in shown:
+            if e.index not in own and contains_label(element_label_text(e, cfg), s.label):
+                return None
+        tap = index[id(s.tap)] if s.tap is not None else None
+        value = index[id(s.value_node)] if s.value_node is not None else None
+        if not own <= shown_idx or any(k is not None and k not in shown_idx for k in (tap, value)):
             return None
-    tap = index[id(slot.tap)] if slot.tap is not None else None
-    value = index[id(slot.value_node)] if slot.value_node is not None else None
-    if not own <= shown_idx or any(k is not None and k not in shown_idx for k in (tap, value)):
+        return min(own), tap, value
+
+    at = locate(slot)
+    if at is None:
         return None
-    first = min(own)
-    return SynthScreen(obs, layout, slot, first, tap, value, len(shown))
+    others = []
+    for s in cands:
+        if s is not slot and s.label and s.label != slot.label:
+            where = locate(s)
+            if where is not None:
+                others.append((s, *where))
+    return SynthScreen(obs, layout, slot, *at, len(shown), tuple(others))

@@ -13,7 +13,7 @@ from gui_jax.envs.sim.phonesim import build_instance
 from gui_jax.envs.sim.templates import TEMPLATES
 from gui_jax.envs.sim.ui import UI
 from gui_jax.envs.sim.widgets import PageRef
-from gui_jax.rl.prompting import PromptConfig
+from gui_jax.rl.prompting import PromptConfig, word_spaced
 from gui_jax.train.pretrain_data import (Difficulty, ObjectiveMix, PretrainSource, encode_item,
                                          quickstart_prompt_config, reading_eval_items, score)
 from gui_jax.train.pretrain_labels import (FORMAT_WORDS, contains_label, label_pool, label_words,
@@ -155,20 +155,25 @@ def test_forty_line_screens_need_and_fill_max_ui_lines():
         PretrainSource(quickstart_prompt_config(24), None, Difficulty(max_lines=40))
 
 
-def test_encode_item_masks_the_ui_text_tokens():
+def _stub_agent():
+    """An agent whose policy encodes like JaxPolicy.encode, without a model."""
     from gui_jax.models.chat import build_inputs
     from gui_jax.models.processor import ImageProcessor
     from gui_jax.models.tokenizer import tiny_tokenizer
     from gui_jax.rl.policy import Generation
     tok, proc = tiny_tokenizer(), ImageProcessor()
 
-    class Policy:  # JaxPolicy.encode without the model
+    class Policy:
         def encode(self, prompt, response):
             inputs = build_inputs(prompt[0], list(prompt[1]), tok, proc, add_generation_prompt=True)
             resp = np.asarray(tok.encode(response) + [tok.im_end_id], np.int32)
             return Generation(response, inputs["input_ids"], resp, np.zeros(resp.shape, np.float32))
 
-    agent = types.SimpleNamespace(policy=Policy())
+    return types.SimpleNamespace(policy=Policy()), tok
+
+
+def test_encode_item_masks_the_ui_text_tokens():
+    agent, tok = _stub_agent()
     for it in _items(6, seed=1, mix={"screen_text": 1, "read": 1}):
         enc = encode_item(agent, it)
         ids = enc.sample.prompt_ids
@@ -176,6 +181,47 @@ def test_encode_item_masks_the_ui_text_tokens():
         assert "Goal" in tok.decode(ids[~enc.ui_mask].tolist())
         assert tok.decode(enc.sample.response_ids[:-1].tolist()) == it["target"]
         assert enc.prompt_loss_weight == it["prompt_loss_weight"] and enc.objective == it["objective"]
+
+
+@pytest.mark.parametrize("mix", [{"tap": 1, "home": 1}, {"read": 1}, {"state": 1}])
+def test_more_goals_per_screen_ask_about_other_unique_labels(mix):
+    diff = Difficulty(min_lines=8, max_lines=30, shared_word_prob=0.5)
+    one, four = (PretrainSource(CFG, mix, diff, seed=2, goals_per_screen=k) for k in (1, 4))
+    n_turns = []
+    for i in range(40):
+        a, b = one[i], four[i]
+        # the first goal is the single-goal item's: a run with goals_per_screen=1 keeps its stream
+        assert a["turns"] == [] and {k: v for k, v in b.items() if k != "turns"} == {
+            k: v for k, v in a.items() if k != "turns"}
+        lines = _lines(b)
+        labels = [b["label"]] + [t["label"] for t in b["turns"]]
+        assert len(set(labels)) == len(labels) <= 4
+        n_turns.append(len(b["turns"]))
+        for t in b["turns"]:
+            assert t["message"] == f"Goal: {word_spaced(t['goal'])}" and t["label"] in t["goal"]
+            hits = [j for j, line in lines.items() if contains_label(line, t["label"])]
+            assert hits, t["label"]   # a label on the screen that names nothing else there
+            _, action = parse_response(t["target"], CFG.dialect)
+            if t["target_element"] is not None:
+                assert action.type == "click" and action.element == t["target_element"] and len(hits) == 1
+                assert contains_label(lines[t["target_element"]], t["label"])
+            else:
+                assert action.type == "answer" and action.text == t["answer"]
+    assert max(n_turns) == 3 and np.mean(n_turns) > 1.5
+
+
+def test_multi_goal_items_train_every_answer_in_the_chat_template():
+    agent, tok = _stub_agent()
+    src = PretrainSource(CFG, {"tap": 1}, Difficulty(min_lines=10, max_lines=20), seed=1, goals_per_screen=3)
+    item = next(it for it in (src[i] for i in range(20)) if len(it["turns"]) == 2)
+    single = encode_item(agent, {**item, "turns": []}).sample
+    sample = encode_item(agent, item).sample
+    assert np.array_equal(sample.prompt_ids, single.prompt_ids)
+    text = tok.decode(sample.response_ids.tolist())
+    t1, t2 = item["turns"]
+    assert text == (f"{item['target']}<|im_end|>\n<|im_start|>user\n{t1['message']}<|im_end|>\n"
+                    f"<|im_start|>assistant\n{t1['target']}<|im_end|>\n<|im_start|>user\n{t2['message']}"
+                    f"<|im_end|>\n<|im_start|>assistant\n{t2['target']}<|im_end|>")
 
 
 def test_reading_eval_items_and_score():
@@ -221,6 +267,7 @@ def test_unlabelled_lines_count_too():
     (lambda: PretrainSource(CFG, {"tap": 1}, Difficulty(layouts=("home",))), "difficulty.layouts"),
     (lambda: PretrainSource(CFG, {"state": 1}, Difficulty(max_lines=10, layouts=("dialog",))), "difficulty.layouts"),
     (lambda: PretrainSource(CFG, pool="test"), "pool"),
+    (lambda: PretrainSource(CFG, goals_per_screen=0), "goals_per_screen"),
     (lambda: PretrainSource(PromptConfig(observation="both", target="element")), "prompt_cfg.observation"),
     (lambda: PretrainSource(PromptConfig(observation="ui_text", target="coordinate")), "prompt_cfg.target"),
     (lambda: PretrainSource(quickstart_prompt_config(dialect="uitars")), "prompt_cfg.dialect"),
