@@ -1,0 +1,72 @@
+"""gui_jax/jobs/failure_report.py: first-error labels of fabricated traces against an expert episode, the
+counts per template and per step, and the report's tables."""
+import numpy as np
+import pytest
+
+from gui_jax.core.types import Action, Episode, Observation, UIElement
+from gui_jax.jobs import failure_report as fr
+
+ROW = (0, 100, 200, 150)      # the expert's target: a list row
+LABEL = (10, 110, 90, 140)    # the row's label, inside the row
+OTHER = (0, 200, 200, 250)    # another row
+
+
+def _obs():
+    return Observation(screenshot=np.zeros((4, 4, 3), np.uint8),
+                       ui_elements=[UIElement(index=1, cls="row", bounds=ROW), UIElement(index=2, cls="text", bounds=LABEL),
+                                    UIElement(index=3, cls="row", bounds=OTHER)])
+
+
+def _expert():
+    acts = [Action("open", text="Music"), Action("click", element=1), Action("terminate", status="success")]
+    return Episode("music.play#1000", "Play Bema", [_obs() for _ in acts], acts, target_bboxes=[None, ROW, None],
+                   template="music.play")
+
+
+@pytest.mark.parametrize("steps,label", [
+    ([Action("open", text="Clock")], "wrong_app"),
+    ([Action("open", text="Music"), None], "unparsable"),
+    ([Action("open", text="Music"), Action("terminate", status="success")], "stops_early"),
+    ([Action("open", text="Music"), Action("click", element=3)], "wrong_step"),
+    ([Action("open", text="Music"), Action("click", x=100.0, y=225.0)], "wrong_step"),
+    # the row's label (element 2) and a point inside the row are the expert's click; the answer differs later
+    ([Action("open", text="Music"), Action("click", element=2), Action("answer", text="x")], "wrong_step"),
+    ([Action("open", text="Music"), Action("click", x=150.0, y=120.0), Action("terminate", status="success")],
+     "wrong_step"),
+])
+def test_first_error_labels(steps, label):
+    trace = [(_obs(), a) for a in steps]
+    assert fr.first_error(trace, _expert()) == label
+
+
+def test_lands_in_by_element_centre_or_point():
+    obs = _obs()
+    assert fr.lands_in(Action("click", element=2), obs, ROW)
+    assert not fr.lands_in(Action("click", element=3), obs, ROW)
+    assert not fr.lands_in(Action("click", element=9), obs, ROW)     # no such element on the screen
+    assert fr.lands_in(Action("click", x=0.0, y=150.0), obs, ROW)   # the box's edge counts
+    assert not fr.lands_in(Action("click", element=1), obs, None)
+
+
+def test_counts_per_template_and_step():
+    counts = fr.count_labels([("music.play", "success"), ("music.play", "wrong_step"), ("clock.alarm_toggle", "wrong_step"),
+                              ("clock.alarm_toggle", "wrong_app"), ("music.play", "wrong_step")])
+    assert counts["all"] == {"success": 1, "wrong_step": 3, "wrong_app": 1}
+    assert counts["by_template"] == {"clock.alarm_toggle": {"wrong_step": 1, "wrong_app": 1},
+                                     "music.play": {"success": 1, "wrong_step": 2}}
+    ex = ("goal", "expert", "policy")
+    judged = [("music.play", 1, "click", False, ex)] * 5 + [("music.play", 1, "click", True, ex),
+                                                            ("music.play", 0, "open", True, ex)]
+    rows = fr.count_steps(judged)
+    assert [(r["step"], r["type"], r["right"], r["total"], len(r["wrong"])) for r in rows] == \
+        [(0, "open", 1, 1, 0), (1, "click", 1, 6, fr.EXAMPLES_PER_CELL)]
+    md = fr.markdown({"command": "c", "checkpoint": "/ck", "steps": rows,
+                      "online": {"tasks": 5, **counts}})
+    assert "| music.play | 1 | click | 1 / 6 |" in md
+    assert "| success | wrong_app | wrong_step |" in md and "| all | 1 | 1 | 3 |" in md
+    assert "| clock.alarm_toggle | 0 | 1 | 1 |" in md
+
+
+def test_a_path_that_is_no_checkpoint_is_refused(tmp_path, capsys):
+    assert fr.main([str(tmp_path), "--workdir", str(tmp_path / "w")]) == 2
+    assert "neither a stage's checkpoints folder" in capsys.readouterr().err
