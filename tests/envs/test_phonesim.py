@@ -1,6 +1,6 @@
 """PhoneSim device behaviour: navigation, input, scrolling, invalid actions, observations, faults."""
-
 import pickle
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from lxml import etree
 
 from gui_jax.core.types import Action, Observation
 from gui_jax.envs.sim import PhoneSim, make_task
-from gui_jax.envs.sim.faults import EnvCrashError, EnvHangError, FaultModel, FaultyEnv, LatencyModel
+from gui_jax.envs.sim.faults import EnvCrashError, EnvHangError, FaultModel, FaultyEnv, LatencyModel, fault_at
 from gui_jax.envs.sim.gallery import app_screens
 from gui_jax.envs.sim.oracle import find
 
@@ -247,30 +247,50 @@ def test_settings_toggles_and_status_bar():
     assert sim.dev.settings.airplane and not sim.dev.settings.wifi
 
 
+def _fault_events(env, tasks, episodes):
+    """Runs `episodes` episodes round-robin over tasks with waits; returns [(task, kind, step)] of faults."""
+    events = []
+    for e in range(episodes):
+        task = tasks[e % len(tasks)]
+        env.reset(task)
+        for t in range(env.max_steps):
+            try:
+                _, done, _ = env.step(Action("wait", time=0.1))
+            except EnvCrashError:
+                events.append((task.task_id, "crash", t))
+                break
+            except EnvHangError:
+                events.append((task.task_id, "hang", t))
+                with pytest.raises(EnvCrashError):
+                    env.step(Action("wait", time=0.1))
+                break
+            if done:
+                break
+    return events
+
+
 def test_faulty_env_latency_crash_hang():
     base = PhoneSim(render=False)
-    env = FaultyEnv(
-        base,
-        LatencyModel(median_s=0.1, sigma=0.5, tail_prob=0.2, tail_scale_s=2.0),
-        FaultModel(crash_prob=0.05, hang_prob=0.05, hang_s=300),
-        seed=1,
-        sleep=False,
-    )
-    env.reset(make_task("settings.wifi_on", 0))
-    crashes = hangs = 0
-    for _ in range(300):
-        try:
-            env.step(Action("wait", time=0.1))
-        except EnvCrashError:
-            crashes += 1
-            env.reset(make_task("settings.wifi_on", 0))
-        except EnvHangError:
-            hangs += 1
-            with pytest.raises(EnvCrashError):
-                env.step(Action("wait", time=0.1))
-            env.reset(make_task("settings.wifi_on", 0))
-    assert crashes > 3 and hangs > 3
-    assert env.virtual_time_s >= hangs * 300
+    faults = FaultModel(crash_prob=0.05, hang_prob=0.05, hang_s=300)
+    env = FaultyEnv(base, LatencyModel(median_s=0.1, sigma=0.5, tail_prob=0.2, tail_scale_s=2.0), faults,
+                    seed=1, sleep=False)
+    tasks = [make_task("settings.wifi_on", 0), make_task("settings.wifi_on", 1)]
+    events = _fault_events(env, tasks, 40)
+    kinds = Counter(k for _, k, _ in events)
+    assert kinds["crash"] > 3 and kinds["hang"] > 3
+    assert env.virtual_time_s >= kinds["hang"] * 300
+    # the schedule is a pure function of (seed, task, attempt, step): replayed from fault_at
+    want, attempt = [], Counter()
+    for e in range(40):
+        task = tasks[e % 2].task_id
+        a = attempt[task]
+        attempt[task] += 1
+        hit = next(((task, k, t) for t in range(base.max_steps) if (k := fault_at(faults, 1, task, a, t))), None)
+        want += [hit] if hit else []
+    assert events == want
+    # another env with another latency stream but the same seed and attempts: the same faults
+    other = FaultyEnv(PhoneSim(render=False), LatencyModel(median_s=0.5), faults, seed=1, sleep=False)
+    assert _fault_events(other, tasks, 40) == events
     delays = [LatencyModel(median_s=0.1, sigma=0.5, tail_prob=0.05).sample(env.rng) for _ in range(4000)]
     assert 0.08 < float(np.median(delays)) < 0.13 and max(delays) > 1.0  # heavy tail
     assert env.max_steps == base.max_steps  # attribute passthrough

@@ -1,4 +1,4 @@
-"""EnvPool: bounded calls, failover to standbys, background rebuilds; rollouts with 20% faulty envs."""
+"""EnvPool: bounded calls, failover to standbys, background rebuilds; rollouts with a fixed fault schedule."""
 import time
 from collections import Counter
 
@@ -11,7 +11,7 @@ from gui_jax.envs.client import RemoteEnv
 from gui_jax.envs.pool import EnvCallTimeout, EnvPool, PoolConfig, PoolExhausted
 from gui_jax.envs.server import ServerConfig, ServerThread
 from gui_jax.envs.sim import TEMPLATES, PhoneSim, make_task
-from gui_jax.envs.sim.faults import FaultModel, FaultyEnv, LatencyModel
+from gui_jax.envs.sim.faults import EpisodeAttempts, FaultModel, FaultyEnv, LatencyModel, fault_at
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
 from support.oracle_policy import DIALECT, OracleOrRandomPolicy, oracle_prompt
@@ -20,37 +20,48 @@ PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TASKS = [make_task(name, 0) for name in sorted(TEMPLATES)[::3]]  # 27 tasks across the apps
 
 
-def _faulty_factory(n_slots):
-    """Slots 0 and 1 of 10 (20%) crash or hang mid-episode, also after every rebuild."""
-    built = Counter()
+FAULTS = FaultModel(crash_prob=0.06, hang_prob=0.04, hang_s=3.0)
+FAULT_SEED = 7
+
+
+def _faulty_factory():
+    """Every env, rebuilt ones included, injects faults keyed to (task, attempt, step): which env serves an
+    episode is up to the threads, whether and where it fails is not."""
+    built, attempts = Counter(), EpisodeAttempts()
 
     def make(slot):
         built[slot] += 1
-        seed = 100 * slot + built[slot]
-        sim = PhoneSim(render=False)
-        if slot == 0:
-            return FaultyEnv(sim, LatencyModel(0.002), FaultModel(crash_prob=0.25), seed=seed, sleep=True)
-        if slot == 1:
-            return FaultyEnv(sim, LatencyModel(0.002), FaultModel(hang_prob=0.25, hang_s=1.0), seed=seed, sleep=True)
-        return FaultyEnv(sim, LatencyModel(0.002), seed=seed, sleep=True)
-    assert n_slots == 10
+        return FaultyEnv(PhoneSim(render=False), LatencyModel(0.002), FAULTS, seed=FAULT_SEED, sleep=True,
+                         attempts=attempts)
     return make, built
 
 
-def _fault_free_outcomes(policy):
+def _fault_free(policy):
+    """{task id: (success, env.step calls)} without faults."""
     pool = EnvPool(lambda s: PhoneSim(render=False), PoolConfig(4, 0, health_interval_s=0))
     with RolloutEngine(policy, pool, PCFG, RolloutConfig(mode="sync", max_steps=12), prompt_fn=oracle_prompt) as eng:
         recs = eng.run(TASKS, trials=1)
     pool.close()
-    return {r.task_id: r.success for r in recs}
+    return {r.task_id: (r.success, len(r.steps)) for r in recs}
+
+
+def _predicted(task_id, n_steps, max_retries):
+    """(status, retries, [fault kinds]) of an episode under the fault schedule."""
+    kinds = []
+    for attempt in range(max_retries + 1):
+        hit = next((k for t in range(-1, n_steps) if (k := fault_at(FAULTS, FAULT_SEED, task_id, attempt, t))), None)
+        if hit is None:
+            return "completed", attempt, kinds
+        kinds.append(hit)
+    return "env_failure", max_retries, kinds
 
 
 @pytest.mark.parametrize("mode,max_retries", [("async", 2), ("sync", 2), ("async", 0)])
-def test_rollout_with_20_percent_faulty_envs_accounts_for_every_episode(mode, max_retries):
+def test_rollout_with_faulty_envs_accounts_for_every_episode_exactly(mode, max_retries):
     policy = OracleOrRandomPolicy(p_random=0.15)
-    expected = _fault_free_outcomes(policy)
-    make, built = _faulty_factory(10)
-    cfg = PoolConfig(n_active=8, n_standby=2, call_timeout_s=0.3, reset_timeout_s=0.3, health_interval_s=0,
+    expected = _fault_free(policy)
+    make, built = _faulty_factory()
+    cfg = PoolConfig(n_active=8, n_standby=2, call_timeout_s=1.0, reset_timeout_s=1.0, health_interval_s=0,
                      restart_backoff_s=0.01, lease_timeout_s=20)
     t0 = time.monotonic()
     with EnvPool(make, cfg) as pool:
@@ -58,37 +69,35 @@ def test_rollout_with_20_percent_faulty_envs_accounts_for_every_episode(mode, ma
                                                               policy_timeout_s=20, result_timeout_s=20),
                             prompt_fn=oracle_prompt)
         with eng:
-            recs = eng.run(TASKS, trials=2)
+            recs = eng.run(TASKS, trials=1)
             stats = eng.stats()
     wall = time.monotonic() - t0
     assert wall < 60, f"rollout took {wall:.1f}s: some wait is not bounded"
-    # every (task, trial) exactly once, completed or env_failure; nothing dropped
-    assert sorted((r.task_id, r.trial) for r in recs) == sorted((t.task_id, k) for t in TASKS for k in range(2))
-    status = Counter(r.status for r in recs)
-    assert set(status) <= {"completed", "env_failure"} and sum(status.values()) == 2 * len(TASKS)
-    assert stats["completed"] == status["completed"] and stats.get("env_failure", 0) == status["env_failure"]
+    # every task exactly once, with the status, retries and outcome the fault schedule predicts
+    assert sorted(r.task_id for r in recs) == sorted(t.task_id for t in TASKS)
+    want = {tid: _predicted(tid, n, max_retries) for tid, (_, n) in expected.items()}
     for r in recs:
-        if r.status == "completed":
-            assert len(r.errors) == r.retries  # one error message per attempt lost to the env
+        status, retries, kinds = want[r.task_id]
+        assert (r.status, r.retries, len(r.errors)) == (status, retries, len(kinds)), (r.task_id, r.errors)
+        if status == "completed":
             # a retried episode restarts from scratch: its outcome is the fault-free one
-            assert r.success == expected[r.task_id], r
-            assert r.retries <= max_retries and r.steps and r.env_slots[-1] >= 0
+            assert r.success == expected[r.task_id][0] and r.steps and r.env_slots[-1] >= 0
         else:
-            assert r.retries == max_retries and not r.success and len(r.errors) == max_retries + 1
-    retried = [r for r in recs if r.retries > 0]
-    hit = retried if max_retries else [r for r in recs if r.status == "env_failure"]
-    assert hit, "the faulty slots never hit an episode"
+            assert not r.success
+    kinds = Counter(k for _, _, ks in want.values() for k in ks)
+    assert kinds["crash"] > 0 and kinds["hang"] > 0
+    assert any(s == "completed" and n for s, n, _ in want.values()) == (max_retries > 0)  # retried, then done
     ps = stats["pool"]
-    assert ps["env_failures"] > 0 and ps["call_timeouts"] > 0  # crashes (slot 0) and hangs (slot 1)
+    assert (ps["env_failures"], ps["call_timeouts"]) == (kinds["crash"], kinds["hang"])
     assert ps["failed_leases"] == ps["env_failures"] + ps["call_timeouts"]
-    assert ps["restarts"] >= 1 and built[0] + built[1] >= 3  # the faulty slots were rebuilt
+    assert ps["restarts"] >= 1 and sum(built.values()) > 10  # failed envs were rebuilt
     assert ps["promotions"] >= 1  # a standby took over an active role
-    assert sum(len(r.errors) for r in recs) == stats["failed_attempts"]
+    assert stats["failed_attempts"] == sum(kinds.values()) == sum(len(r.errors) for r in recs)
     rep = rollout_report(recs)
+    status = Counter(r.status for r in recs)
     assert (rep["episodes"], rep["completed"], rep["env_failure"]) == (len(recs), status["completed"],
                                                                        status["env_failure"])
-    assert rep["retried"] == len(retried) and rep["failed_attempts"] == stats["failed_attempts"]
-    print(f"\n{mode}: {rep}; pool: {ps}")
+    assert rep["retried"] == sum(r.retries > 0 for r in recs) and rep["failed_attempts"] == stats["failed_attempts"]
 
 
 @pytest.mark.parametrize("rebuilt_before_lease", [False, True])

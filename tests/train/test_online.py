@@ -8,7 +8,7 @@ import pytest
 
 from gui_jax.envs.pool import EnvPool, PoolConfig
 from gui_jax.envs.sim import PhoneSim, make_task
-from gui_jax.envs.sim.faults import FaultModel, FaultyEnv, LatencyModel
+from gui_jax.envs.sim.faults import EpisodeAttempts, FaultModel, FaultyEnv, LatencyModel, fault_at
 from gui_jax.rl.adagrpo import AdaPRBuffer, FailureCurriculum
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.fit import StopRequested
@@ -163,12 +163,14 @@ def test_adagrpo_kill_and_resume_restores_buffer_and_failure_history(tmp_path):
 
 # ------------------------------------------------------------------------------------------ faults
 def test_online_grpo_with_crashing_and_hanging_envs_accounts_for_every_episode(agent, tmp_path):
+    faults, attempts = FaultModel(crash_prob=0.3, hang_prob=0.2, hang_s=0.3), EpisodeAttempts()
+    # the schedule (task, attempt, step) is fixed: every task's group of 4 has an attempt that fails at its
+    # first step, so faults and retries happen whichever env or thread serves which episode
+    assert all(any(fault_at(faults, 0, t.task_id, a, 0) for a in range(4)) for t in _tasks())
+
     def make_env(slot):
-        sim = PhoneSim(render=False, max_steps=30)
-        if slot % 5 != 0:  # slots 0 and 5 of 10 (20 %) crash or hang (past the call timeout) mid-episode
-            return sim
-        return FaultyEnv(sim, LatencyModel(), FaultModel(crash_prob=0.3, hang_prob=0.2, hang_s=0.3),
-                         seed=slot, sleep=True)
+        return FaultyEnv(PhoneSim(render=False, max_steps=30), LatencyModel(), faults, seed=0, sleep=True,
+                         attempts=attempts)
     pool = EnvPool(make_env, PoolConfig(8, 2, call_timeout_s=0.1, reset_timeout_s=5.0, lease_timeout_s=30.0,
                                         health_interval_s=0, restart_backoff_s=0.01))
     cfg = _cfg("grpo", iterations=2, episodes_per_iteration=3, max_episode_retries=1, checkpoint_every=10)
