@@ -51,7 +51,7 @@ def test_matching_or_unknown_vocabulary_loads(tmp_path):
 
 
 def test_each_checkpoint_step_records_its_vocabulary_and_a_copied_step_is_checked(tmp_path):
-    """A step folder copied out of its run (as experiments/sft_curve.py init_from does) keeps the check:
+    """A step folder copied out of its run (to continue a stage in another workdir, say) keeps the check:
     the vocabulary travels in the step's side state, not only in the run's config.json."""
     import shutil
 
