@@ -50,8 +50,37 @@ def run_segments(workdir: str) -> list[dict]:
     return list(last.values())
 
 
+PHASE_HEADER = "### Phase "
+
+
+def parent_phases(checkpoint: str) -> list[str]:
+    """The provenance of the snapshot a run continues from: its card's phase sections ("### Phase k …" blocks
+    under "## How it was made"; a card from before phases counts as one phase). [] for no card."""
+    from gui_jax.models.builtin import is_builtin, resolve_checkpoint
+    if not checkpoint:
+        return []
+    path = os.path.join(resolve_checkpoint(checkpoint) if is_builtin(checkpoint) else checkpoint, "README.md")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return card_phases(f.read())
+
+
+def card_phases(text: str) -> list[str]:
+    """A model card's phase sections, oldest first (see `parent_phases`)."""
+    made = text.split("## How it was made", 1)[1] if "## How it was made" in text else ""
+    made = made.split("\n## ", 1)[0].strip()
+    if not made:
+        return []
+    if PHASE_HEADER not in made:
+        return [f"{PHASE_HEADER}1 (from random weights)\n{made}"]
+    return [PHASE_HEADER + block.strip() for block in made.split(PHASE_HEADER)[1:]]
+
+
 def model_card(config, workdir: str, out: dict) -> str:
-    """README.md of the exported base: how it was made and what it reads, from the run's own records."""
+    """README.md of the exported base: how it was made and what it reads, from the run's own records. A run that
+    continues from a snapshot (pretrain.first_step > 0) lists the snapshot's phases before its own, so the card
+    keeps the command and first losses of the phase that started from random weights."""
     from gui_jax.eval.metrics import wilson_interval
     from gui_jax.jobs.common import version_info
     cfg = config.pretrain
@@ -59,7 +88,7 @@ def model_card(config, workdir: str, out: dict) -> str:
     counted = _metric_series(workdir, "pretrain/batch_tokens")
     tokens = sum(v for _, v in counted)
     # updates without a record (a run segment from before the count existed) at the mean of the counted ones
-    uncounted = max(out["steps"] - len(counted), 0)
+    uncounted = max(out["steps"] - int(cfg.get("first_step", 0)) - len(counted), 0)
     tokens += uncounted * tokens / max(len(counted), 1)
     segments = run_segments(workdir)
     seconds = sum(s["seconds"] for s in segments)
@@ -77,7 +106,28 @@ def model_card(config, workdir: str, out: dict) -> str:
             lo, hi = wilson_interval(round(acc * n), n)
             reading.append(f"| {name} | {screens} | {acc:.3f} | [{lo:.3f}, {hi:.3f}] | {n} |")
     first = ", ".join(f"{v:.4f}" for _, v in losses[:20])
+    first_steps = f"{losses[0][0]}-{losses[min(20, len(losses)) - 1][0]}" if losses else "none"
     overrides = [a for a in sys.argv[1:] if a.startswith("--config.")]
+    start = int(cfg.get("first_step", 0))
+    parents = parent_phases(config.model.checkpoint) if start else []
+    phase = [
+        f"{PHASE_HEADER}{len(parents) + 1} (updates {start + 1:,}-{out['steps']:,}, "
+        + (f"from the update-{start:,} snapshot `{config.model.checkpoint}`)" if start else "from random weights)"),
+        f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
+        f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
+        "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, layouts: pretrain_screens.py)",
+        f"- Objectives and mix: {cfg.mix}; goals per screen {cfg.get('goals_per_screen', 1)}; "
+        f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
+        f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",
+        f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
+        f"- Updates: {out['steps'] - start} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
+        f"{f' ({uncounted} updates estimated at the mean)' if uncounted else ''}; AdamW lr "
+        f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
+        f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
+        f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
+        f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",
+        f"- Losses of updates {first_steps} (reproduction check): {first}",
+    ]
     return "\n".join([
         "# gui_jax tiny-base",
         "",
@@ -86,19 +136,8 @@ def model_card(config, workdir: str, out: dict) -> str:
         "finds the element a goal names before any task training. Load it with `--config.model.checkpoint=builtin:tiny-base`.",
         "",
         "## How it was made",
-        f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
-        f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
-        "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, "
-        "layouts: pretrain_screens.py)",
-        f"- Objectives and mix: {cfg.mix}; prompt_loss_weight {cfg.prompt_loss_weight}",
-        f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
-        f"- Updates: {out['steps']} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
-        f"{f' ({uncounted} updates estimated at the mean)' if uncounted else ''}; AdamW lr "
-        f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
-        f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
-        f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
-        f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",
-        f"- Losses of updates 1-{min(20, len(losses))} (reproduction check): {first}",
+        *[p + "\n" for p in parents],
+        *phase,
         "",
         "## Reading accuracy",
         "Teacher-forced exact match of the whole expert response (a lower bound on greedy success) on screens",

@@ -70,7 +70,10 @@ def test_kill9_then_resume_continues_the_same_loss_curve(tmp_path):
 def test_card_command_reproduces_the_cards_first_losses(tmp_path):
     """The card lists the exact command and the losses of updates 1-20; rerunning 20 updates of it gives them
     back within 2e-3 relative (float summation order differs with micro-batching and XLA version)."""
-    text = CARD.read_text()
+    from gui_jax.jobs.pretrain import card_phases
+    scratch = [p for p in card_phases(CARD.read_text()) if "from random weights" in p.splitlines()[0]]
+    assert len(scratch) == 1   # the phase that started from random weights is the one a rerun reproduces
+    text = scratch[0]
     command = re.search(r"Command: `python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>(.*?)`",
                         text).group(1).split()
     card_losses = [float(x) for x in re.search(r"reproduction check\): (.*)", text).group(1).split(", ")]
@@ -81,3 +84,36 @@ def test_card_command_reproduces_the_cards_first_losses(tmp_path):
                                    "--config.pretrain.eval_every=1000"]), _env(tmp_path / "cache"))
     got = _losses(tmp_path / "w")
     np.testing.assert_allclose([got[s] for s in range(1, 21)], card_losses, rtol=2e-3)
+
+
+def test_card_phases_keep_the_provenance_of_a_continued_run():
+    from gui_jax.jobs.pretrain import card_phases
+    one = "# base\n\n## How it was made\n- Command: `a`\n- Losses of updates 1-20 (reproduction check): 1.0\n\n## Reading\nx"
+    assert card_phases(one) == ["### Phase 1 (from random weights)\n- Command: `a`\n"
+                                "- Losses of updates 1-20 (reproduction check): 1.0"]
+    two = ("# base\n\n## How it was made\n" + card_phases(one)[0] + "\n\n### Phase 2 (updates 2,028-3,000, from the "
+           "update-2,027 snapshot `builtin:tiny-base`)\n- Command: `b`\n\n## Reading accuracy\n| x |")
+    got = card_phases(two)
+    assert [p.splitlines()[0] for p in got] == ["### Phase 1 (from random weights)",
+                                                "### Phase 2 (updates 2,028-3,000, from the update-2,027 snapshot "
+                                                "`builtin:tiny-base`)"]
+    assert got[1].endswith("- Command: `b`") and card_phases("# no provenance") == []
+
+
+def test_card_of_a_continued_run_lists_the_snapshot_phases_first(tmp_path):
+    import json
+
+    from gui_jax.core.recipe_files import recipe_config
+    from gui_jax.jobs.pretrain import card_phases, model_card
+    config = recipe_config(str(REPO / "configs" / "pretrain_tiny.py"))
+    config.model.checkpoint, config.pretrain.first_step = "builtin:tiny-base", 2027
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        for step in range(2028, 2031):
+            f.write(json.dumps({"name": "pretrain/loss", "step": step, "value": 0.5}) + "\n")
+    card = model_card(config, str(tmp_path), {"steps": 2030, "reading_n": {}})
+    phases = card_phases(card)
+    assert phases[:-1] == card_phases(CARD.read_text())   # the shipped snapshot's own provenance, unchanged
+    assert phases[-1].splitlines()[0] == (f"### Phase {len(phases)} (updates 2,028-2,030, from the update-2,027 "
+                                          "snapshot `builtin:tiny-base`)")
+    assert "- Losses of updates 2028-2030 (reproduction check): 0.5000, 0.5000, 0.5000" in phases[-1]
+    assert "- Updates: 3 of batch 32 items" in phases[-1]
