@@ -2,7 +2,7 @@
 negative pruning, FCF-weighted task sampling, and trajectories → training samples.
 
 Everything here is plain numpy on small per-trajectory arrays so each step can be checked by hand
-(tests/train/test_online.py feeds scripted trajectories through these and through the trainer).
+(tests/train/online/test_trainer.py feeds scripted trajectories through these and through the trainer).
 """
 from __future__ import annotations
 
