@@ -5,14 +5,34 @@
         --config.env.server_urls='("http://10.0.0.2:8000","http://10.0.0.3:8000")' --config.env.token=...
 AWG: β = 0.05, N = 8 rollouts per task, 8 tasks per iteration, ≤ 15 steps, curriculum easy → +medium
 → all, asynchronous first-come-first-serve rollouts with a staleness bound of 1 update.
+
+Per-slice layouts (`--config configs/grpo_online_7b.py:grpo,v5p-64`; the argument is the algorithm, a layout
+or both, comma-separated) are the 7B UI-S1 recipe's (configs/ui_s1_7b.py: same model, same screenshots),
+with its train micro-batch in the `online` block; checked ahead of time by `python -m benchmarks.aot`.
 """
 import ml_collections
 
-from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, sft_block
+from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, sft_block, sibling_recipe
 from gui_jax.train.online.config import env_block, online_block
 
+_UI_S1 = sibling_recipe(__file__, "ui_s1_7b")
+LAYOUTS = {name: {("online" if block == "rl" else block): values
+                  for block, values in _UI_S1.LAYOUTS[name].items()} for name in ("v5p-64", "v5p-128")}
 
-def get_config(algorithm: str = "grpo"):
+
+def with_layout(c: ml_collections.ConfigDict, layout: str) -> ml_collections.ConfigDict:
+    """Declares the layouts on `c` and applies `layout` ('' = none: the mesh block's defaults)."""
+    c.layouts = LAYOUTS
+    c.layout = layout
+    if layout:
+        _UI_S1.apply_layout(c, layout)
+    return c
+
+
+def get_config(arg: str = "grpo"):
+    parts = [p for p in arg.split(",") if p]
+    layout = next((p for p in parts if p in LAYOUTS), "")
+    algorithm = next((p for p in parts if p not in LAYOUTS), "grpo")
     c = ml_collections.ConfigDict()
     c.job = "online_rl"
     c.seed = 0
@@ -60,4 +80,4 @@ def get_config(algorithm: str = "grpo"):
     c.env.n_standby = 8
     c.env.resolution = (1092, 2436)
     c.eval = ml_collections.ConfigDict({"max_steps": 15})
-    return c
+    return with_layout(c, layout)

@@ -10,6 +10,7 @@ devices by default. Per-slice layouts (`--config configs/ui_s1_7b.py:v5p-64`), c
 `python -m benchmarks.aot --config configs/ui_s1_7b.py --topology v5p:4x4x2` (slice names count v5p
 TensorCores, 2 per chip; topologies count chips):
   v5p-64  (32 chips, 95 GiB)  train mesh fsdp 32; sampler 8 replicas x tensor 4; micro-batch 32 rows (1/chip)
+  v5p-128 (64 chips, 95 GiB)  v5p-64 on twice the chips: fsdp 64; sampler 16 replicas x tensor 4; 64 rows
   v5e-256 (256 chips, 16 GiB) train mesh fsdp 64 x tensor 4; sampler 64 replicas x tensor 4; micro-batch 64 rows
 """
 import ml_collections
@@ -26,12 +27,26 @@ LAYOUTS = {
 }
 
 
+def scaled_layout(layout: dict, factor: int) -> dict:
+    """`layout` on `factor` times the chips with the same per-chip work: FSDP shards, sampler replicas and
+    micro-batch rows grow with the chips (tensor parallelism stays), so each value is declared once."""
+    mesh = dict(layout["mesh"], fsdp=layout["mesh"]["fsdp"] * factor,
+                sampler_data=layout["mesh"]["sampler_data"] * factor)
+    return dict(layout, chips=layout["chips"] * factor, mesh=mesh,
+                rl=dict(layout["rl"], micro_batch_size=layout["rl"]["micro_batch_size"] * factor))
+
+
+LAYOUTS["v5p-128"] = scaled_layout(LAYOUTS["v5p-64"], 2)
+
+
 def apply_layout(c: ml_collections.ConfigDict, name: str) -> None:
+    """Copies layout `name`'s blocks (mesh, rl or online, model) into the config."""
     if name not in c.layouts:
         raise ValueError(f"unknown layout {name!r}; known: {sorted(c.layouts)}")
-    for block in ("mesh", "rl", "model"):
-        for k, v in c.layouts[name].get(block, {}).items():
-            c[block][k] = v
+    for block, values in c.layouts[name].items():
+        if block != "chips":
+            for k, v in values.items():
+                c[block][k] = v
 
 
 def get_config(layout: str = ""):
