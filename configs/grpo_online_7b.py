@@ -8,7 +8,9 @@ AWG: β = 0.05, N = 8 rollouts per task, 8 tasks per iteration, ≤ 15 steps, cu
 
 Per-slice layouts (`--config configs/grpo_online_7b.py:grpo,v5p-64`; the argument is the algorithm, a layout
 or both, comma-separated) are the 7B UI-S1 recipe's (configs/ui_s1_7b.py: same model, same screenshots),
-with its train micro-batch in the `online` block; checked ahead of time by `python -m benchmarks.aot`.
+with its train micro-batch in the `online` block; so are the model's memory settings (full remat, scanned
+layers, images batched per row), without which the train step needs 1.85 TB of temporaries per chip on
+v5p-64 (experiments/results/aot_roofline.md). Checked ahead of time by `python -m benchmarks.aot`.
 """
 import ml_collections
 
@@ -16,6 +18,7 @@ from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, s
 from gui_jax.train.online.config import env_block, online_block
 
 _UI_S1 = sibling_recipe(__file__, "ui_s1_7b")
+MEMORY_SETTINGS = ("remat_policy", "scan_layers", "vision_per_row")   # model fields taken from the 7B UI-S1 recipe
 LAYOUTS = {name: {("online" if block == "rl" else block): values
                   for block, values in _UI_S1.LAYOUTS[name].items()} for name in ("v5p-64", "v5p-128")}
 
@@ -47,6 +50,9 @@ def get_config(arg: str = "grpo"):
     c.model.max_new_tokens = 512
     c.model.sample_batch_size = 64
     c.model.max_prompt_tokens = 12288
+    ui_s1_model = _UI_S1.get_config().model
+    for name in MEMORY_SETTINGS:
+        c.model[name] = ui_s1_model[name]
     c.mesh = mesh_block()
     c.prompt = prompt_block()
     c.prompt.history_image_max_pixels = 28 * 28 * 1280

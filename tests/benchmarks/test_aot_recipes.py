@@ -59,3 +59,11 @@ def test_layout_topology_names():
   assert aot.layout_topology("v5e-256", 256) == "v5e:16x16"
   with pytest.raises(ValueError, match="no known v5p slice shape for 3 chips"):
     aot.layout_topology("v5p-6", 3)
+
+
+def test_online_7b_recipes_take_the_ui_s1_memory_settings():
+  base = recipe_config("configs/ui_s1_7b.py").model
+  for spec in ("configs/grpo_online_7b.py", "configs/adagrpo_7b.py"):
+    model = recipe_config(spec).model
+    assert [model[k] for k in ("remat_policy", "scan_layers", "vision_per_row")] == \
+        [base[k] for k in ("remat_policy", "scan_layers", "vision_per_row")] == ["full", True, True]
