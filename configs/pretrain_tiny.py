@@ -49,6 +49,9 @@ def get_config():
         "checkpoint_every": 500,
         "checkpoint_minutes": 10.0,     # also checkpoint after this much wall time
         "data_threads": 2,              # Grain read threads
+        # > 0: items are generated and tokenised in this many worker processes (on an accelerator host one
+        # Python thread makes ~300-500 items/s, far below what the tiny model consumes); 0 on a 2-core CPU
+        "data_workers": 0,
         "export_dtype": "bfloat16",     # the exported base's weights ('' = the params' dtype)
         # continue from a weights-only snapshot taken at this update: set model.checkpoint to the snapshot and
         # first_step to its update (the stream and the curriculum resume there; AdamW restarts with its warm-up)

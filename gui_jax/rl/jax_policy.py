@@ -16,28 +16,15 @@ from gui_jax.models.sampler import Sampler
 from gui_jax.rl.policy import Generation, Prompt
 
 
-class JaxPolicy:
-    """Generates responses for chat prompts; `update_weights` syncs trained params (no recompile)."""
+class ChatEncoder:
+    """Chat template → token ids and image patches, without the model: picklable, so data-loading worker
+    processes can encode training items exactly as the policy does (`JaxPolicy.encode` delegates here)."""
 
-    def __init__(self, model, tokenizer, image_processor: ImageProcessor, *, max_new_tokens: int = 48,
-                 batch_size: int = 32, top_p: float = 1.0, top_k: int = 0,
-                 default_system: Optional[str] = None, max_prompt_tokens: int = 8192,
-                 prefill_chunk: Optional[int] = None, cache_dtype: Optional[str] = None):
-        self.tokenizer = tokenizer
-        self.image_processor = image_processor
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self.top_p, self.top_k = top_p, top_k
-        self.default_system = default_system
-        self.max_prompt_tokens = max_prompt_tokens
+    def __init__(self, tokenizer, image_processor: ImageProcessor, *, default_system: Optional[str] = None,
+                 max_prompt_tokens: int = 8192):
+        self.tokenizer, self.image_processor = tokenizer, image_processor
+        self.default_system, self.max_prompt_tokens = default_system, max_prompt_tokens
         self.end_id = tokenizer.im_end_id
-        self.sampler = Sampler(model, eos_ids=[tokenizer.im_end_id, tokenizer.eos_id],
-                               pad_id=tokenizer.pad_id, detokenize=tokenizer.decode,
-                               prefill_chunk=prefill_chunk or None, cache_dtype=cache_dtype or None)
-        self.model_cfg = model.cfg
-
-    def update_weights(self, model_or_state) -> None:
-        self.sampler.update_weights(model_or_state)
 
     def prompt_inputs(self, prompt: Prompt) -> dict:
         messages, images = prompt
@@ -63,6 +50,35 @@ class JaxPolicy:
                           logprobs=np.zeros(resp.shape, np.float32),
                           pixel_values=inputs["pixel_values"] if len(prompt[1]) else None,
                           image_grid_thw=inputs["image_grid_thw"] if len(prompt[1]) else None)
+
+
+class JaxPolicy:
+    """Generates responses for chat prompts; `update_weights` syncs trained params (no recompile)."""
+
+    def __init__(self, model, tokenizer, image_processor: ImageProcessor, *, max_new_tokens: int = 48,
+                 batch_size: int = 32, top_p: float = 1.0, top_k: int = 0,
+                 default_system: Optional[str] = None, max_prompt_tokens: int = 8192,
+                 prefill_chunk: Optional[int] = None, cache_dtype: Optional[str] = None):
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self.top_p, self.top_k = top_p, top_k
+        self.sampler = Sampler(model, eos_ids=[tokenizer.im_end_id, tokenizer.eos_id],
+                               pad_id=tokenizer.pad_id, detokenize=tokenizer.decode,
+                               prefill_chunk=prefill_chunk or None, cache_dtype=cache_dtype or None)
+        self.model_cfg = model.cfg
+        self.encoder = ChatEncoder(tokenizer, image_processor, default_system=default_system,
+                                   max_prompt_tokens=max_prompt_tokens)
+
+    def update_weights(self, model_or_state) -> None:
+        self.sampler.update_weights(model_or_state)
+
+    def prompt_inputs(self, prompt: Prompt) -> dict:
+        return self.encoder.prompt_inputs(prompt)
+
+    def encode(self, prompt: Prompt, response: str) -> Generation:
+        return self.encoder.encode(prompt, response)
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float, seed: int,
                  max_new_tokens: Optional[int] = None) -> list[Generation]:

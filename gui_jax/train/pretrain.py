@@ -82,7 +82,9 @@ class CurriculumStream:
                  batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource)."""
-        self.agent, self.batch_size, self.offset = agent, int(batch_size), int(first_step) * int(batch_size)
+        # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
+        self.encoder = getattr(agent.policy, "encoder", agent.policy)
+        self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
                                        goals_per_screen=goals_per_screen) for s in stages]
         ends, at = [], 0
@@ -105,7 +107,7 @@ class CurriculumStream:
 
     def __getitem__(self, i: int):
         i = int(i) + self.offset
-        return encode_item(self.agent, self.sources[self.stage_of(i // self.batch_size)][i]).sample
+        return encode_item(self.encoder, self.sources[self.stage_of(i // self.batch_size)][i]).sample
 
 
 def exact_match_fn(graphdef, rest):
@@ -130,7 +132,7 @@ class ReadingEval:
         self.agent, self.rows = agent, rows
         self.items = reading_eval_items(n_items, lines_range, shared_word_prob, seed=seed + 7919,
                                         prompt_cfg=prompt_cfg, objectives=objectives)
-        self.samples = [encode_item(agent, it).sample for it in self.items]
+        self.samples = [encode_item(agent.policy, it).sample for it in self.items]
         self.counts = {name: sum(it["objective"] == name for it in self.items)
                        for name in sorted({it["objective"] for it in self.items})}
         self.exact = exact_match_fn(agent.graphdef, agent.rest)
@@ -186,6 +188,23 @@ class _CountingIterator:
         self.inner.set_state(state)
 
 
+def batch_iterator(stream: CurriculumStream, cfg):
+    """Grain iterator over lists of `batch_size` TrainSamples in stream order (get_state / set_state resume it);
+    with `data_workers` > 0 the items are made in that many worker processes, in the same order."""
+    import grain
+
+    from gui_jax.data.pipeline import list_batch, make_pipeline
+    pipeline = make_pipeline(stream, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
+                             batch_fn=list_batch, num_threads=cfg.data_threads, drop_remainder=True)
+    workers = int(cfg.get("data_workers", 0))
+    if workers > 0:  # generation + tokenisation in processes: an accelerator outruns one Python thread
+        from absl import flags
+        if not flags.FLAGS.is_parsed():  # Grain's workers read absl flags; outside an absl app none were parsed
+            flags.FLAGS.mark_as_parsed()
+        pipeline = pipeline.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+    return iter(pipeline)
+
+
 def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger=None, seed: int = 0,
                    log: Callable[[str], None] = print, on_eval: Optional[Callable[[dict], None]] = None) -> dict:
     """Trains agent.params in place (resuming from <workdir>/checkpoints); cfg: the `pretrain` config block.
@@ -193,7 +212,6 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     Every `eval_every` updates: reading accuracy on the held-out label pool and tokens/s, to the logger
     (metrics.jsonl, TensorBoard), one log line and on_eval({"step", "tokens_per_s", "stage", reading…}).
     Returns {"steps", "tokens_per_s", "reading": last eval, "reading_n": items per objective}."""
-    from gui_jax.data.pipeline import list_batch, make_pipeline
     from gui_jax.train.fit import fit
     from gui_jax.train.state import Updater, make_optimizer
     from gui_jax.train.sft import sft_loss_fn
@@ -211,9 +229,7 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                             shared_word_prob=d.shared_word_prob, seed=seed)
              for k, d in evals.items() if k == "" or len(stages) > 1}
     meter = Throughput()
-    pipeline = make_pipeline(stream, seed=None, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
-                             batch_fn=list_batch, num_threads=cfg.data_threads, drop_remainder=True)
-    data_iter = _CountingIterator(iter(pipeline), meter)
+    data_iter = _CountingIterator(batch_iterator(stream, cfg), meter)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                                max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps, schedule=cfg.schedule)
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),

@@ -236,16 +236,17 @@ class EncodedItem:
     objective: str
 
 
-def encode_item(agent, item: dict) -> EncodedItem:
-    """Token ids of an item through `agent.policy.encode` (the chat template and tokenizer of the agent).
+def encode_item(encoder, item: dict) -> EncodedItem:
+    """Token ids of an item through `encoder.encode` (an agent's policy or its picklable `ChatEncoder`: the
+    chat template and tokenizer of the agent).
 
     The UI-text mask comes from encoding the prompt a second time with the UI lines left out: the tokens
     between the common prefix and the common suffix of the two id sequences are the UI text's (exact unless
     the tokenizer merges a token across the UI text's first or last character)."""
-    g = agent.policy.encode((item["messages"], []), item["target"])
+    g = encoder.encode((item["messages"], []), item["target"])
     response = g.response_ids
     if item.get("turns"):
-        response = _later_turns(agent, item, g.prompt_ids, g.response_ids)
+        response = _later_turns(encoder, item, g.prompt_ids, g.response_ids)
     sample = TrainSample(g.prompt_ids, response, advantage=1.0, pixel_values=g.pixel_values,
                          image_grid_thw=g.image_grid_thw)
     m, c, start, end = item["ui_span"]
@@ -253,7 +254,7 @@ def encode_item(agent, item: dict) -> EncodedItem:
     text = blank[m]["content"][c]["text"]
     blank[m]["content"][c]["text"] = text[:start] + text[end:]
     ids = [int(t) for t in sample.prompt_ids]
-    ids0 = [int(t) for t in agent.policy.encode((blank, []), item["target"]).prompt_ids]
+    ids0 = [int(t) for t in encoder.encode((blank, []), item["target"]).prompt_ids]
     n = min(len(ids), len(ids0))
     pre = 0
     while pre < n and ids[pre] == ids0[pre]:
@@ -266,7 +267,7 @@ def encode_item(agent, item: dict) -> EncodedItem:
     return EncodedItem(sample, mask, float(item["prompt_loss_weight"]), item["objective"])
 
 
-def _later_turns(agent, item: dict, prompt_ids, first_response) -> np.ndarray:
+def _later_turns(encoder, item: dict, prompt_ids, first_response) -> np.ndarray:
     """The response ids of a multi-goal item: the first answer, then each further goal as a user turn and its
     answer, in the chat template. All of it is trained: the answers (the look-up) and the goals' label words
     (copying a label from the screen once its first word is written)."""
@@ -275,7 +276,7 @@ def _later_turns(agent, item: dict, prompt_ids, first_response) -> np.ndarray:
         messages += [{"role": "assistant", "content": model_text(previous)},
                      {"role": "user", "content": [{"type": "text", "text": turn["message"]}]}]
         previous = turn["target"]
-    g = agent.policy.encode((messages, []), previous)
+    g = encoder.encode((messages, []), previous)
     ids = np.concatenate([np.asarray(g.prompt_ids), np.asarray(g.response_ids)])
     p, r = len(prompt_ids), len(first_response)
     if not (np.array_equal(ids[:p], prompt_ids) and np.array_equal(ids[p:p + r], first_response)):

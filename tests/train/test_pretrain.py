@@ -98,3 +98,28 @@ def test_a_stream_continued_from_a_snapshot_starts_at_that_update():
     for i in range(4):
         np.testing.assert_array_equal(later[i].prompt_ids, whole[6 + i].prompt_ids)   # update 2 = items 6..8
     assert len(later) == len(whole) - 6
+
+
+def test_worker_processes_make_the_same_batches_and_resume_from_their_state():
+    from types import SimpleNamespace
+
+    import ml_collections
+
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.pretrain import batch_iterator
+    # the stream keeps the policy's picklable encoder, which worker processes receive a copy of
+    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tiny_tokenizer(), ImageProcessor())))
+    stream = CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4-6@0:2,8-10@1"),
+                              parse_mix("tap:1,read:1"), batch_size=3, seed=3)
+    cfg = lambda workers: ml_collections.ConfigDict({"batch_size": 3, "data_threads": 0, "data_workers": workers})
+    ids = lambda batch: [s.prompt_ids.tolist() + s.response_ids.tolist() for s in batch]
+    inline = batch_iterator(stream, cfg(0))
+    reference = [ids(next(inline)) for _ in range(5)]
+    spread = batch_iterator(stream, cfg(2))
+    assert [ids(next(spread)) for _ in range(3)] == reference[:3]
+    state = spread.get_state()
+    resumed = batch_iterator(stream, cfg(2))
+    resumed.set_state(state)
+    assert [ids(next(resumed)) for _ in range(2)] == reference[3:]

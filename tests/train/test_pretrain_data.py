@@ -175,7 +175,7 @@ def _stub_agent():
 def test_encode_item_masks_the_ui_text_tokens():
     agent, tok = _stub_agent()
     for it in _items(6, seed=1, mix={"screen_text": 1, "read": 1}):
-        enc = encode_item(agent, it)
+        enc = encode_item(agent.policy, it)
         ids = enc.sample.prompt_ids
         assert tok.decode(ids[enc.ui_mask].tolist()).strip() == it["ui_text"].strip()
         assert "Goal" in tok.decode(ids[~enc.ui_mask].tolist())
@@ -214,8 +214,8 @@ def test_multi_goal_items_train_every_answer_in_the_chat_template():
     agent, tok = _stub_agent()
     src = PretrainSource(CFG, {"tap": 1}, Difficulty(min_lines=10, max_lines=20), seed=1, goals_per_screen=3)
     item = next(it for it in (src[i] for i in range(20)) if len(it["turns"]) == 2)
-    single = encode_item(agent, {**item, "turns": []}).sample
-    sample = encode_item(agent, item).sample
+    single = encode_item(agent.policy, {**item, "turns": []}).sample
+    sample = encode_item(agent.policy, item).sample
     assert np.array_equal(sample.prompt_ids, single.prompt_ids)
     text = tok.decode(sample.response_ids.tolist())
     t1, t2 = item["turns"]
