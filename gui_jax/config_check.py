@@ -321,6 +321,11 @@ def _cross_checks(config) -> None:
             # a packed row holds several steps, so a per-row mean would weight steps by their packing
             _fail(f"{block}.aggregation", b.aggregation, f"seq_mean_token_mean is a mean per row and "
                   f"{block}.packing puts several steps in a row: use token_mean or step_token_mean")
+    rl = config.get("rl")
+    if rl is not None and rl.get("patch_strategy") == "off_policy" and not rl.get("patch_aux_checkpoint"):
+        # otherwise the run fails at the RL stage, after SFT
+        _fail("rl.patch_aux_checkpoint", rl.get("patch_aux_checkpoint"), "rl.patch_strategy = 'off_policy' takes "
+              "its patch thoughts from an auxiliary model: set it to a Hugging Face Qwen2.5-VL folder")
     r = config.get("reasoning")
     if r is not None and r.get("init_checkpoint") and m is not None and m.get("checkpoint"):
         raise ConfigError("config.reasoning.init_checkpoint: set either it (an Orbax stage folder) or "

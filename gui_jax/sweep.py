@@ -100,10 +100,13 @@ def _check_flag(config, flag: str, where: str) -> None:
         node = node[part]
 
 
-def parse_sweep(spec: dict, config) -> Sweep:
-    """Validates a sweep dict against the recipe's config and expands it into points."""
+def parse_sweep(spec: dict, config, extra_overrides: dict | None = None) -> Sweep:
+    """Validates a sweep dict against the recipe's config and expands it into points. extra_overrides
+    (flag → value, the CLI's --set): fixed for every point on top of the sweep's own `overrides`."""
     if not isinstance(spec, dict):
         raise SweepError(f"get_sweep() must return a dict, got {type(spec).__name__}")
+    if extra_overrides:
+        spec = {**spec, "overrides": {**(spec.get("overrides") or {}), **extra_overrides}}
     unknown = sorted(set(spec) - SWEEP_KEYS)
     if unknown:
         raise SweepError(f"unknown sweep key(s) {unknown}; accepted: {sorted(SWEEP_KEYS)}")
@@ -140,8 +143,45 @@ def parse_sweep(spec: dict, config) -> Sweep:
         for z in zip_rows:
             for s in (seeds if seeds else [None]):
                 points.append(SweepPoint(tuple(g) + tuple(z), s))
-    return Sweep(name=str(spec.get("name") or "sweep"), points=points, overrides=dict(overrides),
-                 seed_fields=seed_fields, metrics=metrics, stage=spec.get("stage"))
+    sweep = Sweep(name=str(spec.get("name") or "sweep"), points=points, overrides=dict(overrides),
+                  seed_fields=seed_fields, metrics=metrics, stage=spec.get("stage"))
+    _check_points(sweep, config)
+    return sweep
+
+
+def _literal(text: str):
+    """A --set value as Python literal where it is one ('0.5', 'True', '(1, 2)'), else the string itself."""
+    import ast
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _check_points(sweep: Sweep, config) -> None:
+    """Every point's full config passes the recipe checks (fields and cross-field rules) before any point runs."""
+    import contextlib
+    import copy
+
+    from gui_jax.config_check import ConfigError, check_config
+    if "job" not in config:  # a bare block dict (tests): nothing to check beyond the flags
+        return
+    for point in sweep.points:
+        cfg = copy.deepcopy(config)
+        with cfg.unlocked() if hasattr(cfg, "unlocked") else contextlib.nullcontext():
+            for flag, value in list(sweep.overrides.items()) + list(point.flags):
+                *path, leaf = flag.split(".")
+                node = cfg
+                for part in path:
+                    node = node[part]
+                try:
+                    node[leaf] = value
+                except TypeError:  # a value of another type: the job's own flag parsing reports it
+                    pass
+        try:
+            check_config(cfg)
+        except ConfigError as e:
+            raise SweepError(f"point {point.label}: {e}") from None
 
 
 def _flag_arg(flag: str, value: Any) -> str:
@@ -328,11 +368,19 @@ def main(argv=None) -> int:
     ap.add_argument("--dry_run", action="store_true", help="print the points and exit")
     ap.add_argument("--point", default=None, help="run only the point with this directory name")
     ap.add_argument("--summary_only", action="store_true", help="summarise finished points, run nothing")
+    ap.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
+                    help="fix a config field for every point (repeatable), e.g. rl.patch_aux_checkpoint=DIR")
     ap.add_argument("--module", default="gui_jax.main", help=argparse.SUPPRESS)  # tests swap in a fast job
     a = ap.parse_args(argv)
     try:
+        extra = {}
+        for item in a.set:
+            flag, eq, value = item.partition("=")
+            if not eq or not flag:
+                raise SweepError(f"--set {item!r}: write FLAG=VALUE, e.g. --set rl.patch_aux_checkpoint=/models/aux")
+            extra[flag.removeprefix("--config.")] = _literal(value)
         config = _load_module_fn(a.config, "get_config")
-        sweep = parse_sweep(_load_module_fn(a.sweep, "get_sweep"), config)
+        sweep = parse_sweep(_load_module_fn(a.sweep, "get_sweep"), config, extra)
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -348,7 +396,7 @@ def main(argv=None) -> int:
     if a.commands_only:
         path = os.path.join(workdir, "commands.sh")
         base = [sys.executable, "-m", "gui_jax.sweep", f"--config={a.config}", f"--sweep={a.sweep}",
-                f"--workdir={workdir}"]
+                f"--workdir={workdir}", *[f"--set={item}" for item in a.set]]
         with open(path, "w") as f:
             f.write("#!/usr/bin/env bash\n# one point per line (any order, any machine sharing the workdir);\n"
                     f"# then: {shlex.join(base + ['--summary_only'])}\n")

@@ -116,6 +116,17 @@ def test_commands_only_writes_one_line_per_point(tmp_path):
 
 def test_every_shipped_sweep_file_parses_against_quickstart():
     cfg = gs._load_module_fn(QUICKSTART, "get_config")
+    needs = {"ui_s1_patch_strategy.py": {"rl.patch_aux_checkpoint": "/models/aux"}}  # what its docstring asks
     for path in sorted((ROOT / "configs" / "sweeps").glob("*.py")):
-        sw = gs.parse_sweep(gs._load_module_fn(str(path), "get_sweep"), cfg)
+        sw = gs.parse_sweep(gs._load_module_fn(str(path), "get_sweep"), cfg, needs.get(path.name))
         assert len(sw.points) >= 2, path.name
+
+
+def test_a_point_breaking_a_cross_field_rule_stops_the_sweep_before_anything_runs():
+    config = gs._load_module_fn(QUICKSTART, "get_config")
+    spec = {"grid": {"rl.patch_strategy": ["thought_free", "off_policy"]}, "metrics": ["online_SR"]}
+    with pytest.raises(gs.SweepError, match=r"point rl.patch_strategy=off_policy: config.rl.patch_aux_checkpoint"):
+        gs.parse_sweep(spec, config)
+    assert len(gs.parse_sweep(spec, config, {"rl.patch_aux_checkpoint": "/models/aux"}).points) == 2
+    assert gs.main(["--config", QUICKSTART, "--sweep", str(ROOT / "configs/sweeps/ui_s1_patch_strategy.py"),
+                    "--dry_run", "--workdir", "/tmp/gui_jax_sweep_check"]) == 2   # stopped: no --set
