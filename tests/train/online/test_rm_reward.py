@@ -19,7 +19,7 @@ from gui_jax.train.online.rewards import RMTrajectoryScorer, apply_rewards, crit
 from gui_jax.train.online.selection import Traj
 from support.oracle_policy import DIALECT, EncodedOracle, oracle_prompt, small_agent as _agent
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TEMPLATES = ("settings.wifi_on", "clock.alarm_toggle", "music.play", "tasks.complete")
 
