@@ -10,6 +10,7 @@ from gui_jax.eval.offline import evaluate_sop, evaluate_steps
 from gui_jax.eval.online_success import run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
+from support.fake_policy import goal_and_step
 from gui_jax.tasks.generate import generate_episodes
 
 PCFG = PromptConfig(dialect="ui_genie", observation="ui_text", target="coordinate", history_turns=0,
@@ -30,10 +31,7 @@ class ScriptedPolicy:
         self.decoded += len(prompts)
         out = []
         for messages, _ in prompts:
-            text = "".join(c.get("text", "") for m in messages if m["role"] == "user" for c in m["content"])
-            goal = text.split("Goal: ", 1)[1].split("\n", 1)[0]
-            earlier = text.split("Earlier steps:\n", 1)[1].split("\nUI:")[0] if "Earlier steps:" in text else ""
-            t = len(earlier.splitlines())
+            goal, t = goal_and_step(messages)
             action = self.plans[goal][t] if t < len(self.plans[goal]) else Action("wait", time=1.0)
             if goal == TASKS[1].goal and t == 1:
                 action = Action("click", x=1, y=1)

@@ -7,6 +7,7 @@ from gui_jax.envs.sim.phonesim import PhoneSim, expert_actions, make_task
 from gui_jax.eval.online_success import online_metrics, run_online_episodes
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig
+from support.fake_policy import goal_and_step
 
 PCFG = PromptConfig(dialect="ui_genie", observation="ui_text", target="coordinate", history_turns=0,
                     history_mode="compact")
@@ -23,11 +24,7 @@ class ReplayPolicy:
     def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
         out = []
         for messages, _ in prompts:
-            text = "".join(c.get("text", "") for m in messages if m["role"] == "user" for c in m["content"])
-            goal = text.split("Goal: ", 1)[1].split("\n", 1)[0]
-            # history_turns=0: every earlier step is one numbered line under "Earlier steps:".
-            earlier = text.split("Earlier steps:\n", 1)[1].split("\nUI:")[0] if "Earlier steps:" in text else ""
-            t = len(earlier.splitlines())
+            goal, t = goal_and_step(messages)
             reply = "no idea" if goal in self.garbage_for else format_response(self.plans[goal][t], "ui_genie")
             out.append(Generation(reply, np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.float32)))
         return out

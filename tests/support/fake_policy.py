@@ -20,6 +20,15 @@ def make_episode(goal="Turn on Wi-Fi", n=3, size=(108, 240)):
                    step_instructions=[f"tap item {t}" for t in range(n)])
 
 
+def goal_and_step(messages):
+    """(goal, step index) read back from a compact-history prompt (history_turns=0): every earlier step is one
+    numbered line under "Earlier steps:"."""
+    text = "".join(c.get("text", "") for m in messages if m["role"] == "user" for c in m["content"])
+    goal = text.split("Goal: ", 1)[1].split("\n", 1)[0]
+    earlier = text.split("Earlier steps:\n", 1)[1].split("\nUI:")[0] if "Earlier steps:" in text else ""
+    return goal, len(earlier.splitlines())
+
+
 def click_response(t, correct=True, thought=""):
     # Coordinates in the 108x240 image (1/10 of the screen).
     y = 30 + 30 * t if correct else 230
