@@ -173,7 +173,8 @@ class PretrainSource:
         options = self.choices[obj][n]
         layout, need = options[int(rng.integers(len(options)))]
         scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
-                           shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds)
+                           shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
+                           with_others=self.goals_per_screen > 1)
         goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
         messages, _ = build_messages(goal, [], obs, self.cfg)

@@ -397,10 +397,11 @@ def _eligible(s: Slot, need: str) -> bool:
 
 def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *, layout: str, need: str,
                  n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
-                 max_tries: int = 50) -> SynthScreen:
+                 max_tries: int = 50, with_others: bool = False) -> SynthScreen:
     """A screen of `layout` with `n_lines` UI-text lines and a target slot serving `need` (tap | read | state |
     home), its label unique on screen. Every distractor label shares a word with the target with probability
-    `shared_word_prob` (the target then has ≥ 2 words with that probability)."""
+    `shared_word_prob` (the target then has ≥ 2 words with that probability). with_others: also locate the
+    other unique slots (`SynthScreen.others`; a scan of every line per slot, so only when asked)."""
     if need not in SERVES or layout not in SERVES[need]:
         raise ValueError(f"layout {layout!r} cannot serve objective need {need!r}")
     lo, hi = layout_range(layout, need, cfg)
@@ -418,13 +419,14 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
             target = pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
         b = _Builder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
         scr = _dialog(b) if layout == "dialog" else (_LAYOUT_FNS[layout](b) or b.screen())
-        done = _finish(b, scr, layout, need, cfg)
+        done = _finish(b, scr, layout, need, cfg, with_others)
         if done is not None:
             return done
     raise RuntimeError(f"no {layout} screen with a unique {need} target in {max_tries} tries")
 
 
-def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig) -> Optional[SynthScreen]:
+def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig,
+            with_others: bool = False) -> Optional[SynthScreen]:
     cands = [s for s in b.slots if _eligible(s, need)]
     if not cands:
         return None
@@ -456,7 +458,7 @@ def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig)
     if at is None:
         return None
     others = []
-    for s in cands:
+    for s in cands if with_others else ():
         if s is not slot and s.label and s.label != slot.label:
             where = locate(s)
             if where is not None:
