@@ -1,114 +1,15 @@
-"""uiautomator2 backend against a scripted stand-in of a device: a loopback HTTP server speaking the
-uiautomator2 server's JSON-RPC (/ping, /jsonrpc/0) and replaying recorded hierarchies, reached through a
-stand-in adb device. The real uiautomator2 client code builds every request."""
-import base64
-import hashlib
-import io
-import json
-import socket
-import threading
+"""uiautomator2 backend against a scripted stand-in of a device (tests/support/android_device.py: a loopback
+HTTP server speaking the uiautomator2 server's JSON-RPC and replaying recorded hierarchies, reached through a
+stand-in adb device). The real uiautomator2 client code builds every request."""
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import adbutils
 import pytest
 import uiautomator2 as u2
-from PIL import Image
 
 from gui_jax.core.types import Action
 from gui_jax.envs.android import AndroidDeviceEnv, AndroidTask, DeviceError
 from gui_jax.envs.base import Env
-
-HOME_XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
-<hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.android.launcher" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][1080,2400]">
-<node index="0" text="Settings" resource-id="" class="android.widget.TextView" package="com.android.launcher" content-desc="Settings" checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false" scrollable="false" long-clickable="true" password="false" selected="false" bounds="[100,1800][300,2000]" />
-</node></hierarchy>"""
-SETTINGS_XML = HOME_XML.replace("com.android.launcher", "com.android.settings").replace(
-    'text="Settings"', 'text="Wi-Fi"').replace('content-desc="Settings"', 'content-desc=""').replace(
-    "[100,1800][300,2000]", "[0,300][1080,450]")
-
-
-def _jar_md5():
-    with u2.core.with_package_resource("assets/u2.jar") as p:
-        return hashlib.md5(open(p, "rb").read()).hexdigest()
-
-
-class StandIn:
-    """The device side: JSON-RPC calls are recorded; dumpWindowHierarchy replays the screen the last actions led
-    to (home → the Settings app once it is launched); takeScreenshot returns a JPEG."""
-
-    def __init__(self, hang=False):
-        self.calls, self.shell, self.screen, self.hang, self.clipboard = [], [], HOME_XML, hang, None
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, body: bytes):
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                self._send(b"pong" if self.path == "/ping" else b"")
-
-            def do_POST(self):
-                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.calls.append((req["method"], req["params"]))
-                if stand_in.hang and req["method"] != "dumpWindowHierarchy":
-                    time.sleep(5)
-                self._send(json.dumps({"jsonrpc": "2.0", "id": req["id"],
-                                       "result": stand_in.answer(req["method"], req["params"])}).encode())
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def answer(self, method, params):
-        if method == "dumpWindowHierarchy":
-            return self.screen
-        if method == "takeScreenshot":
-            buf = io.BytesIO()
-            Image.new("RGB", (54, 120), (200, 10, 10)).save(buf, format="JPEG")
-            return base64.b64encode(buf.getvalue()).decode()
-        if method == "setClipboard":
-            self.clipboard = params[1] if len(params) > 1 else params[0]
-            return True
-        if method == "getClipboard":
-            return self.clipboard
-        return True
-
-    def adb_device(self):
-        stand_in = self
-
-        class StandInAdbDevice(adbutils.AdbDevice):
-            def __init__(self):  # no adb server: the stand-in answers shell and connections itself
-                self._serial, self._transport_id = "stand-in", None
-
-            @property
-            def serial(self):
-                return "stand-in"
-
-            def create_connection(self, network, address):
-                return socket.create_connection(("127.0.0.1", stand_in.server.server_address[1]), timeout=10)
-
-            def shell(self, cmd, *a, **kw):
-                cmd = " ".join(cmd) if isinstance(cmd, (list, tuple)) else cmd
-                stand_in.shell.append(cmd)
-                if "md5" in cmd:
-                    return f"{_jar_md5()}  /data/local/tmp/u2.jar"
-                if cmd.startswith("monkey") and "com.android.settings" in cmd:
-                    stand_in.screen = SETTINGS_XML
-                return ""
-
-            def shell2(self, cmd, *a, **kw):
-                return adbutils.ShellReturn(command=cmd, returncode=0, output=self.shell(cmd))
-
-            def window_size(self, *a, **kw):
-                return adbutils.WindowSize(1080, 2400)
-
-        return StandInAdbDevice()
+from support.android_device import SETTINGS_XML, StandIn
 
 
 @pytest.fixture
