@@ -4,10 +4,13 @@
         --config.env.tasks='("click-test","click-button")' --config.env.seeds='(0,1,2)'
 The default task list is the 92-page suite AndroidWorld registers (less drag-item, which the `miniwob`
 package does not ship). The tiny model reads the page's elements and acts by element index.
+Any other backend of the `env` block's table, e.g. a device (docs/devices.md):
+    ... --config.env.backend=android --config.env.serials='("emulator-5554",)' --config.env.tasks='("Settings|Open Wi-Fi",)'
 """
 import ml_collections
 
 from gui_jax.train.config_blocks import model_block, prompt_block
+from gui_jax.train.online.config import env_block
 
 
 def get_config():
@@ -23,14 +26,12 @@ def get_config():
     c.prompt.history_turns = 0
     c.prompt.system_prompt = False
     c.eval = ml_collections.ConfigDict({"checkpoint_dir": "", "untrained": False, "temperature": 0.0,
-                                        "trials": 1})
-    c.env = ml_collections.ConfigDict({
-        "backend": "miniwob",
-        "tasks": tuple(t for t in ANDROIDWORLD_MINIWOB_TASKS if t != "drag-item"),
-        "seeds": (0, 1, 2, 3, 4),
-        "num_envs": 2,             # Chromium instances (each ≈ 150 MB)
-        "max_steps": 10,
-        "resolution": (540, 1200),  # PhoneSim only
-        "server_urls": (),          # remote / androidworld backends
-    })
+                                        "trials": 1, "max_steps": 10})
+    c.env = env_block()               # the backend table: --config.env.backend=android|androidworld|... works too
+    c.env.backend = "miniwob"
+    c.env.tasks = tuple(t for t in ANDROIDWORLD_MINIWOB_TASKS if t != "drag-item")
+    c.env.seeds = (0, 1, 2, 3, 4)
+    c.env.n_envs = 2                  # Chromium instances (each ≈ 150 MB)
+    c.env.n_standby = 0
+    c.env.health_interval_s = 0.0
     return c

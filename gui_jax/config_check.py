@@ -21,9 +21,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from gui_jax.core import config_schema as schema
 from gui_jax.core.config_schema import Block, suggest, unknown  # noqa: F401 - suggest, unknown: used by main, jobs
+from gui_jax.core.config_schema import ConfigError, RunError  # noqa: F401 - defined below config_check's layer
 from gui_jax.train.config_blocks import BLOCKS as DEFAULT_BLOCKS
 from gui_jax.train.config_blocks import hf_dir
-from gui_jax.train.online.config import ENV, ONLINE
+from gui_jax.train.online.config import ENV, ONLINE, env_problem
 # The name lists the checks use, re-exported under the names this module always had (one definition each).
 from gui_jax.core.dialects import DIALECTS  # noqa: F401
 from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401
@@ -34,15 +35,6 @@ from gui_jax.train.config_blocks import DTYPES, PRESETS, SCHEDULES  # noqa: F401
 SPLITS = ("instance", "template", "app")                           # gui_jax.tasks.splits.make_split
 SIDES = ("train", "test")
 DIFFICULTIES = ("easy", "medium", "hard")                          # envs/sim/templates/base.py
-
-
-class RunError(ValueError):
-    """A run that cannot go on as configured (zero samples, a workdir made with other settings);
-    main prints the message as one line and exits with code 2."""
-
-
-class ConfigError(RunError):
-    """A bad config value; one line naming the field, the value and what is accepted."""
 
 
 def template_names() -> list[str]:
@@ -326,6 +318,11 @@ def _cross_checks(config) -> None:
         # otherwise the run fails at the RL stage, after SFT
         _fail("rl.patch_aux_checkpoint", rl.get("patch_aux_checkpoint"), "rl.patch_strategy = 'off_policy' takes "
               "its patch thoughts from an auxiliary model: set it to a Hugging Face Qwen2.5-VL folder")
+    env = config.get("env")
+    if env is not None and "backend" in env:
+        bad = env_problem(env)
+        if bad:
+            _fail(f"env.{bad[0]}", env.get(bad[0]), bad[1])
     r = config.get("reasoning")
     if r is not None and r.get("init_checkpoint") and m is not None and m.get("checkpoint"):
         raise ConfigError("config.reasoning.init_checkpoint: set either it (an Orbax stage folder) or "

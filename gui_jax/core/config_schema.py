@@ -74,6 +74,16 @@ class Block:
         return [self.fields[n] for n in names]
 
 
+class RunError(ValueError):
+    """A run that cannot go on as configured (zero samples, a workdir made with other settings, an offline
+    device); main prints the message as one line and exits with code 2. Defined here, below every layer,
+    so envs/ and train/ can raise it; `gui_jax.config_check` re-exports it."""
+
+
+class ConfigError(RunError):
+    """A bad config value; one line naming the field, the value and what is accepted."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Messages with close-match suggestions.
 

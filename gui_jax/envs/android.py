@@ -19,19 +19,22 @@ a failure; a task without a check reports info["success"] = None (judge it with 
 Every device call runs with a timeout (`call_timeout_s`); a device that is offline or stops answering
 raises `DeviceError` (an `EnvFailure`), never hangs.
 
-Running it on an emulator (not possible on this CI machine, which has no emulator):
-  1. start an AVD (e.g. `emulator -avd Pixel_6_API_33 -no-window -no-snapshot`) and check `adb devices`;
-  2. `python -c "import uiautomator2 as u2; u2.connect('emulator-5554').info"` installs and starts
-     uiautomator2's server on the device;
-  3. in a config: `env.backend = "android"`, `env.serial = "emulator-5554"` (one serial per pool slot), or wrap
-     `AndroidDeviceEnv.connect(serial)` in `EnvPool(make_env=...)`.
+From a job or the env server (the `env` block's backend table, gui_jax/envs/factory.py):
+    python -m gui_jax.main --config configs/grpo_online.py --config.env.backend=android \
+        --config.env.serials='("emulator-5554",)' --config.env.tasks='("Settings|Turn on Wi-Fi",)'
+    python -m gui_jax.envs.server --backend android --serial emulator-5554 --task "Settings|Turn on Wi-Fi"
+One env slot per serial; `env.tasks` entries are goals, "App|goal" to launch App at reset (`android_tasks`).
+Tasks given this way have no rule check: their success comes from the judge (online.reward = rm), else 0.
+Every serial is reached once before a job starts (`connect_timeout_s`): an offline device stops the job with a
+one-line error. docs/devices.md has the emulator set-up step by step.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -69,6 +72,33 @@ class AndroidTask:
     @property
     def task_id(self) -> str:
         return f"{self.name}#{self.seed}"
+
+    @property
+    def template(self) -> str:  # per-task tables and the env server's task reference name it so
+        return self.name
+
+
+def parse_task_spec(spec: str, seed: int = 0) -> AndroidTask:
+    """'App|goal' (App launched at reset) or 'goal' → an AndroidTask named 'android.<goal words>'."""
+    app, sep, goal = spec.partition("|")
+    if not sep:
+        app, goal = "", spec
+    goal, app = goal.strip(), app.strip()
+    if not goal:
+        raise ValueError(f"android task {spec!r}: empty goal (expected 'goal' or 'App|goal')")
+    slug = re.sub(r"[^a-z0-9]+", "_", goal.lower()).strip("_")[:80] or "task"
+    return AndroidTask(goal=goal, app=app, name=f"android.{slug}", seed=int(seed))
+
+
+def android_tasks(specs: Sequence[str], seeds: Sequence[int] = (0,)) -> list[AndroidTask]:
+    """One task per (spec, seed); two specs with the same goal words would share a task id: refused."""
+    tasks = [parse_task_spec(s, seed) for s in specs for seed in seeds]
+    names: dict[str, str] = {}
+    for spec in specs:
+        name = parse_task_spec(spec).name
+        if names.setdefault(name, spec) != spec:
+            raise ValueError(f"android tasks {names[name]!r} and {spec!r} share the name {name!r}; reword one goal")
+    return tasks
 
 
 class AndroidDeviceEnv:

@@ -13,7 +13,7 @@ looked up in `task_names()` first, and the seed must be a bounded int.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Sequence
 
 from gui_jax.envs.base import Env, EnvTask
 
@@ -47,6 +47,8 @@ def register_backend(backend: Backend) -> Backend:
 
 
 def get_backend(name: str) -> Backend:
+    """A registered backend (phonesim); the android backend is built per server from its devices
+    (`android_backend`)."""
     try:
         return _BACKENDS[name]
     except KeyError:
@@ -91,6 +93,51 @@ def _phonesim_names() -> Collection[str]:
 
 
 register_backend(Backend("phonesim", _phonesim_env, _phonesim_task, _phonesim_names))
+
+
+# ---- Android devices (uiautomator2) --------------------------------------------------------------
+
+def android_backend(serials: Sequence[str], tasks: Sequence[str], *, connect_timeout_s: float = 10.0,
+                    call_timeout_s: float = 60.0, settle_s: float = 0.5) -> Backend:
+    """A server backend over the given devices: each session takes a free serial (one session per device;
+    closing the session frees it) and tasks are the given goals ('App|goal'), named 'android.<goal words>'."""
+    import threading
+
+    from gui_jax.envs.android import AndroidDeviceEnv, android_tasks
+    if not serials:
+        raise ValueError("the android backend needs at least one device serial (--serial emulator-5554)")
+    by_name = {t.name: t for t in android_tasks(tasks)}
+    lock, in_use = threading.Lock(), set()
+
+    def make_env(opts: EnvOptions) -> Env:
+        with lock:
+            free = [s for s in serials if s not in in_use]
+            if not free:
+                raise RuntimeError(f"all {len(serials)} devices are in use")
+            serial = free[0]
+            in_use.add(serial)
+        try:
+            env = AndroidDeviceEnv.connect(serial, connect_timeout_s=connect_timeout_s, call_timeout_s=call_timeout_s,
+                                           max_steps=opts.max_steps, settle_s=settle_s)
+        except BaseException:
+            with lock:
+                in_use.discard(serial)
+            raise
+        close = env.close
+
+        def release() -> None:
+            try:
+                close()
+            finally:
+                with lock:
+                    in_use.discard(serial)
+        env.close = release
+        return env
+
+    def make_task(name: str, seed: int) -> EnvTask:
+        return dataclasses.replace(by_name[name], seed=int(seed))
+
+    return Backend("android", make_env, make_task, lambda: by_name.keys())
 
 
 # ---- wire format (shared by the server and `RemoteEnv`) ------------------------------------------

@@ -15,6 +15,11 @@ again, then a health check) in the background and rejoins as a standby; after
 lost connection, 5xx) is handled the same way. Other exceptions are bugs and propagate. Envs with a
 `health()` method (RemoteEnv) are also checked every `health_interval_s` while idle.
 
+Server fleets (`ServerFleet`): env-server URLs where a `dns://name:port` entry stands for every address the
+name resolves to (a Kubernetes headless Service: one per replica, docker/k8s.yaml). Slot i gets the i-th
+replica; when the pool rebuilds a failed slot the name is resolved again and the slot takes a replica no other
+slot uses (a replaced pod comes back under a new address).
+
 Counters (`pool.stats()`): leases, calls, call_timeouts, env_failures, failed_leases, starts, restarts,
 restart_failures, promotions, health_checks, health_failures, dead_slots and the per-state slot census.
 """
@@ -22,11 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import socket
 import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
 
 from gui_jax.envs.base import Env, EnvFailure
 
@@ -414,3 +420,63 @@ def _quiet_close(env) -> None:
         env.close()
     except Exception:
         pass
+
+
+# ---- server fleets (dns:// URLs) -----------------------------------------------------------------
+
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """The IPv4/IPv6 addresses `host` resolves to (sorted, each once): the default `ServerFleet` resolver."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({info[4][0] for info in infos})
+
+
+class ServerFleet:
+    """Env-server URLs with `dns://name:port` entries expanded to one `http://address:port` per replica
+    (`resolver(host, port) -> [address, ...]`; default: the system resolver). `url_for(slot)` gives a slot its
+    server: the first time from the expansion made at construction, on every later call (the pool rebuilding
+    the slot after a failure) from a fresh resolution, preferring a replica no other slot holds."""
+
+    def __init__(self, urls: Sequence[str], resolver: Optional[Callable[[str, int], list]] = None):
+        if not urls:
+            raise ValueError("ServerFleet needs at least one server URL")
+        self.urls = tuple(urls)
+        self.resolver = resolver or resolve_addresses
+        self.resolutions = 0
+        self._lock = threading.Lock()
+        self._assigned: dict[int, str] = {}
+        self.replicas = self.expand()
+
+    def expand(self) -> list[str]:
+        """Every server URL, dns:// entries resolved now (EnvFailure when a name resolves to nothing)."""
+        out: list[str] = []
+        for url in self.urls:
+            if not url.startswith("dns://"):
+                out.append(url.rstrip("/"))
+                continue
+            host, _, port = url[len("dns://"):].rstrip("/").rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"server URL {url!r}: expected dns://name:port")
+            self.resolutions += 1
+            try:
+                addresses = list(self.resolver(host, int(port)))
+            except OSError as e:
+                raise EnvFailure(f"{url}: {host!r} does not resolve: {type(e).__name__}: {e}") from None
+            if not addresses:
+                raise EnvFailure(f"{url}: {host!r} resolves to no address (no replica ready?)")
+            out += [f"http://[{a}]:{port}" if ":" in a else f"http://{a}:{port}" for a in addresses]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.replicas)
+
+    def url_for(self, slot: int) -> str:
+        with self._lock:
+            if slot in self._assigned:  # a rebuild: the old server failed, look again
+                self.replicas = self.expand()
+                taken = {u for s, u in self._assigned.items() if s != slot}
+                free = [u for u in self.replicas if u not in taken]
+                url = free[0] if free else self.replicas[slot % len(self.replicas)]
+            else:
+                url = self.replicas[slot % len(self.replicas)]
+            self._assigned[slot] = url
+            return url

@@ -1,6 +1,7 @@
 """HTTP env server: one backend (PhoneSim by default) behind sessions, for remote rollouts.
 
     python -m gui_jax.envs.server --backend phonesim --port 8765
+    python -m gui_jax.envs.server --backend android --serial emulator-5554 --task "Settings|Turn on Wi-Fi"
     GUI_JAX_ENV_TOKEN=... python -m gui_jax.envs.server --host 0.0.0.0 --port 8765   # fleet member
 
 Endpoints (JSON bodies; every one needs `Authorization: Bearer <token>` when a token is set):
@@ -69,6 +70,29 @@ class ServerConfig:
     max_sessions: int = 16
     idle_timeout_s: float = 600.0  # a session unused this long is closed
     max_body_bytes: int = 64 * 1024
+    serials: tuple = ()            # android: the devices (one session per device)
+    tasks: tuple = ()              # android: the goals served ('App|goal'), named 'android.<goal words>'
+    connect_timeout_s: float = 10.0  # android: bound on reaching a device
+
+
+def server_backend(cfg: ServerConfig) -> Backend:
+    """The backend `cfg` serves: a registered one, or the android backend over cfg.serials."""
+    if cfg.backend == "android":
+        from gui_jax.envs.backends import android_backend
+        return android_backend(cfg.serials, cfg.tasks, connect_timeout_s=cfg.connect_timeout_s)
+    return get_backend(cfg.backend)
+
+
+def check_devices(cfg: ServerConfig) -> None:
+    """android: every serial answers uiautomator2's connect within cfg.connect_timeout_s, else DeviceError
+    naming the device (the server refuses to start, in one line)."""
+    if cfg.backend != "android":
+        return
+    from gui_jax.envs.android import AndroidDeviceEnv
+    if not cfg.serials:
+        raise BindRefused("--backend android needs at least one --serial (e.g. --serial emulator-5554)")
+    for serial in cfg.serials:
+        AndroidDeviceEnv.connect(serial, connect_timeout_s=cfg.connect_timeout_s).close()
 
 
 class BindRefused(ValueError):
@@ -340,8 +364,9 @@ def create_app(cfg: ServerConfig, clock: Callable[[], float] = time.monotonic):
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    backend = get_backend(cfg.backend)
-    store = SessionStore(backend, cfg.max_sessions, cfg.idle_timeout_s, clock)
+    backend = server_backend(cfg)
+    max_sessions = min(cfg.max_sessions, len(cfg.serials)) if cfg.backend == "android" else cfg.max_sessions
+    store = SessionStore(backend, max_sessions, cfg.idle_timeout_s, clock)
     names = frozenset(backend.task_names())
     started = time.monotonic()
     stop = threading.Event()
@@ -396,7 +421,7 @@ def create_app(cfg: ServerConfig, clock: Callable[[], float] = time.monotonic):
 
     @app.get("/health")
     def health():
-        return {"status": "ok", "backend": backend.name, "sessions": len(store), "max_sessions": cfg.max_sessions,
+        return {"status": "ok", "backend": backend.name, "sessions": len(store), "max_sessions": max_sessions,
                 "uptime_s": round(time.monotonic() - started, 3)}
 
     @app.post("/sessions", status_code=201)
@@ -490,10 +515,11 @@ class ServerThread:
         self.sock.close()
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> tuple[ServerConfig, str]:
+    """(ServerConfig, uvicorn log level) from the command line."""
     from gui_jax.envs.backends import backend_names
     p = argparse.ArgumentParser(description="gui_jax env server (see module docstring)")
-    p.add_argument("--backend", default="phonesim", choices=backend_names())
+    p.add_argument("--backend", default="phonesim", choices=sorted({*backend_names(), "android"}))
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--token-file", default=None, help=f"file whose first line is the bearer token "
@@ -501,16 +527,31 @@ def main(argv=None) -> None:
     p.add_argument("--max-sessions", type=int, default=16)
     p.add_argument("--idle-timeout-s", type=float, default=600.0)
     p.add_argument("--max-body-bytes", type=int, default=64 * 1024)
+    p.add_argument("--serial", action="append", default=[], help="android: an adb serial (repeat for several "
+                                                                  "devices; one session per device)")
+    p.add_argument("--task", action="append", default=[], help="android: a goal to serve, 'App|goal' to launch "
+                                                                "App first (repeat); clients name it android.<goal words>")
+    p.add_argument("--connect-timeout-s", type=float, default=10.0, help="android: bound on reaching a device")
     p.add_argument("--log-level", default="warning")
     a = p.parse_args(argv)
+    if a.backend != "android" and (a.serial or a.task):
+        p.error(f"--serial / --task are android options; --backend is {a.backend!r}")
     token = load_token(a.token_file)
+    cfg = ServerConfig(a.backend, a.host, a.port, token, a.max_sessions, a.idle_timeout_s, a.max_body_bytes,
+                       serials=tuple(a.serial), tasks=tuple(a.task), connect_timeout_s=a.connect_timeout_s)
+    return cfg, a.log_level
+
+
+def main(argv=None) -> None:
+    cfg, log_level = parse_args(argv)
     try:
-        check_bind(a.host, token)
-    except BindRefused as e:
-        raise SystemExit(f"env server: {e}") from None
-    cfg = ServerConfig(a.backend, a.host, a.port, token, a.max_sessions, a.idle_timeout_s, a.max_body_bytes)
+        check_bind(cfg.host, cfg.token)
+        check_devices(cfg)  # an offline device: one line, within --connect-timeout-s
+        server_backend(cfg)  # bad --task values: one line
+    except (BindRefused, EnvFailure, ValueError) as e:
+        raise SystemExit(f"env server: {' '.join(str(e).split())}") from None
     import uvicorn
-    uvicorn.run(create_app(cfg), host=a.host, port=a.port, log_level=a.log_level, server_header=False,
+    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level, server_header=False,
                 date_header=False, timeout_keep_alive=30)
 
 

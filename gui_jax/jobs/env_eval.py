@@ -1,11 +1,13 @@
 """Job: online evaluation on any env backend for a task list given in config, with per-task success rates
-and 95 % Wilson intervals (MiniWob++ pages, PhoneSim templates, an env-server fleet, AndroidWorld).
+and 95 % Wilson intervals (MiniWob++ pages, PhoneSim templates, an env-server fleet, devices, AndroidWorld).
 
     python -m gui_jax.main --config configs/miniwob_eval.py --config.eval.checkpoint_dir=runs/x/checkpoints \
         --config.env.tasks='("click-test","click-button","enter-text")' --config.env.seeds='(0,1,2,3,4)'
 
+    ... --config.env.backend=android --config.env.serials='("emulator-5554",)' --config.env.tasks='("Settings|Open Wi-Fi",)'
+Envs and tasks come from `config.env` (gui_jax/envs/factory.py, the backend table every episode job shares).
 Episodes run through the rollout engine (lock-step, greedy by default) over an `EnvPool` of
-`env.num_envs` envs; env failures are retried and reported, never counted as policy failures.
+`env.n_envs` envs (one per device for android), at most `eval.max_steps` steps each; env failures are retried and reported, never counted as policy failures.
 Writes env_eval.json (per task: n, successes, SR, CI; overall; the rollout report) and prints a table.
 """
 from __future__ import annotations
@@ -17,37 +19,19 @@ from gui_jax.config_check import RunError
 
 
 def make_tasks(ecfg) -> list:
-    """The configured task list × seeds for the configured backend."""
-    seeds = [int(s) for s in ecfg.seeds]
-    if ecfg.backend == "miniwob":
-        from gui_jax.envs.miniwob import miniwob_tasks
-        return miniwob_tasks(list(ecfg.tasks), seeds)
-    if ecfg.backend in ("phonesim", "remote"):
-        from gui_jax.tasks import make_task
-        return [make_task(t, s) for t in ecfg.tasks for s in seeds]
-    if ecfg.backend == "androidworld":
-        from gui_jax.envs.androidworld import AndroidWorldTask
-        return [AndroidWorldTask(t, s) for t in ecfg.tasks for s in seeds]
-    raise RunError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+    """The configured task list × env.seeds for the configured backend (gui_jax/envs/factory.py)."""
+    from gui_jax.envs.factory import backend_tasks
+    tasks = backend_tasks(ecfg)
+    if not tasks:
+        raise RunError(f"config.env.tasks = {tuple(ecfg.get('tasks', ()))!r}: env_eval needs the tasks to run "
+                       f"on env.backend = {ecfg.get('backend')!r} (templates, pages, goals or task types)")
+    return tasks
 
 
-def env_factory(ecfg):
-    """slot → env for the configured backend."""
-    if ecfg.backend == "miniwob":
-        from gui_jax.envs.miniwob import MiniWobEnv
-        return lambda slot: MiniWobEnv(max_steps=ecfg.max_steps + 1)
-    if ecfg.backend == "phonesim":
-        from gui_jax.envs.sim import PhoneSim
-        return lambda slot: PhoneSim(render=True, resolution=tuple(ecfg.resolution), max_steps=ecfg.max_steps + 1)
-    if ecfg.backend == "remote":
-        from gui_jax.envs.client import RemoteEnv
-        urls = list(ecfg.server_urls)
-        return lambda slot: RemoteEnv(urls[slot % len(urls)], token=os.environ.get("GUI_JAX_ENV_TOKEN"))
-    if ecfg.backend == "androidworld":
-        from gui_jax.envs.androidworld import AndroidWorldEnv
-        urls = list(ecfg.server_urls)
-        return lambda slot: AndroidWorldEnv(urls[slot % len(urls)], max_steps=ecfg.max_steps + 1)
-    raise RunError(f"env.backend {ecfg.backend!r} is not one of miniwob, phonesim, remote, androidworld")
+def env_factory(ecfg, max_steps: int, render: bool = True):
+    """slot → env for the configured backend (the one backend table: gui_jax/envs/factory.py)."""
+    from gui_jax.envs.factory import make_env_factory
+    return make_env_factory(ecfg, render=render, max_steps=max_steps)
 
 
 def per_task_table(records) -> dict:
@@ -73,11 +57,14 @@ def per_task_table(records) -> dict:
 
 
 def evaluate_on_envs(policy, make_env, tasks, pcfg, *, num_envs: int, max_steps: int, temperature: float = 0.0,
-                     trials: int = 1, prompt_fn=None, parse_fn=None, seed: int = 0):
-    """Runs every task `trials` times; returns (records, per-task table, rollout report)."""
+                     trials: int = 1, prompt_fn=None, parse_fn=None, seed: int = 0, env_cfg=None):
+    """Runs every task `trials` times; returns (records, per-task table, rollout report). `env_cfg`: the env
+    block, whose pool sizes and timeouts then apply (else `num_envs` envs with the pool's defaults)."""
+    from gui_jax.envs.factory import make_pool
     from gui_jax.envs.pool import EnvPool, PoolConfig
     from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
-    pool = EnvPool(make_env, PoolConfig(n_active=num_envs, n_standby=0))
+    pool = (make_pool(env_cfg, make_env) if env_cfg is not None
+            else EnvPool(make_env, PoolConfig(n_active=num_envs, n_standby=0)))
     try:
         engine = RolloutEngine(policy, pool, pcfg, RolloutConfig(mode="sync", max_steps=max_steps,
                                                                   temperature=temperature, seed=seed),
@@ -100,14 +87,18 @@ def format_table(table: dict) -> str:
 
 
 def run(config, workdir: str) -> None:
+    from gui_jax.envs.factory import check_reachable, pool_size
     from gui_jax.jobs.common import eval_agent, require_weights
     ecfg = config.env
     require_weights(config, "env_eval")
+    check_reachable(ecfg)  # an offline device or server stops here, in one line
     tasks = make_tasks(ecfg)
     agent, pcfg = eval_agent(config)
-    _, table, report = evaluate_on_envs(agent.policy, env_factory(ecfg), tasks, pcfg, num_envs=ecfg.num_envs,
-                                        max_steps=ecfg.max_steps, temperature=config.eval.temperature,
-                                        trials=config.eval.trials, seed=config.seed)
+    max_steps = int(config.eval.max_steps)
+    make_env = env_factory(ecfg, max_steps, render=pcfg.observation in ("screenshot", "both"))
+    _, table, report = evaluate_on_envs(agent.policy, make_env, tasks, pcfg, num_envs=pool_size(ecfg)[0],
+                                        max_steps=max_steps, temperature=config.eval.temperature,
+                                        trials=config.eval.trials, seed=config.seed, env_cfg=ecfg)
     with open(os.path.join(workdir, "env_eval.json"), "w") as f:
         json.dump({"per_task": table, "rollouts": report}, f, indent=1)
     print(format_table(table))

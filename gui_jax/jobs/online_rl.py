@@ -1,7 +1,11 @@
 """Online RL job (GRPO / AdaGRPO / PPO on live envs): SFT start → online RL → held-out online eval.
 
     python -m gui_jax.main --config configs/grpo_online.py [--workdir runs/grpo_online]
-    ... --config.env.server_urls='("http://127.0.0.1:8000",)'     # env servers instead of PhoneSim
+    ... --config.env.backend=remote --config.env.server_urls='("http://127.0.0.1:8000",)'  # env servers
+    ... --config.env.backend=android --config.env.serials='("emulator-5554",)' --config.env.tasks='("Settings|Turn on Wi-Fi",)'
+    ... --config.env.backend=androidworld --config.env.server_urls='("http://127.0.0.1:5000",)'  # its suite
+
+Envs come from `config.env` (gui_jax/envs/factory.py: one backend table for every job that runs episodes).
 
 The starting point is `init.checkpoint_dir` (a training stage's checkpoints folder) or a short SFT on
 expert episodes of the train split. Held-out evaluation runs greedy episodes through the same env
@@ -120,10 +124,25 @@ def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> None
     train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
 
 
-def run(config, workdir: str) -> None:
+def episode_tasks(config, workdir: str) -> tuple[list, list, list]:
+    """(train tasks, held-out tasks, SFT episodes). Backends with their own task list (env.tasks; android,
+    androidworld, miniwob) train on env.seeds and hold out env.eval_seeds of those tasks; PhoneSim and env
+    servers use the data split. The SFT start trains on the split's PhoneSim expert episodes either way."""
+    from gui_jax.envs.factory import backend_tasks
     init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
     sides = () if init_ckpt else ("train",)
     train_tasks, test_tasks, train_eps, _ = prepare(config, workdir, sides=sides)
+    own = backend_tasks(config.env)
+    if own is not None:
+        train_tasks, test_tasks = own, backend_tasks(config.env, config.env.eval_seeds)
+    return train_tasks, test_tasks, train_eps
+
+
+def run(config, workdir: str) -> None:
+    from gui_jax.envs.factory import check_reachable
+    check_reachable(config.env)  # an offline device or server stops here, in one line, before any work
+    init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
+    train_tasks, test_tasks, train_eps = episode_tasks(config, workdir)
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     logger = MetricsLogger(workdir)
@@ -135,7 +154,7 @@ def run(config, workdir: str) -> None:
             json.dump(results, f, indent=1)
 
     reward_model = load_trajectory_rm(config, pcfg)  # before any work: a missing RM fails at once
-    if init_ckpt:
+    if init_ckpt and config.env.get("backend", "phonesim") in ("phonesim", "remote"):  # PhoneSim held-out tasks
         results.update(checkpoint_overlaps(test_tasks, start=init_ckpt))  # "held_out_vs_start"
         save()
     starting_point(agent, config, workdir, train_eps, pcfg, logger)

@@ -92,9 +92,10 @@ class Curriculum:
             self.stage += 1
         return self.stage
 
-    def allowed(self, difficulty: str) -> bool:
+    def allowed(self, difficulty: Optional[str]) -> bool:
+        """None (a task without a difficulty: a device's or AndroidWorld's) is one level, allowed in every stage."""
         allowed = self.stages[self.stage]
-        return allowed is None or difficulty in allowed
+        return allowed is None or difficulty is None or difficulty in allowed
 
     def filter(self, tasks: Iterable[Any], difficulty_of=lambda t: t.difficulty) -> list:
         """Tasks whose difficulty (difficulty_of(task)) the current stage allows."""

@@ -37,12 +37,12 @@ class ExpertPolicy:
 def test_miniwob_task_list_per_task_sr_with_ci():
     cfg = load_config("configs/miniwob_eval.py")
     ecfg = cfg.env
-    ecfg.tasks, ecfg.seeds, ecfg.num_envs, ecfg.max_steps = ("click-test", "enter-text", "click-option"), (0, 1), 1, 6
+    ecfg.tasks, ecfg.seeds, ecfg.n_envs = ("click-test", "enter-text", "click-option"), (0, 1), 1
     tasks = make_tasks(ecfg)
     assert [t.task_id for t in tasks[:2]] == ["miniwob.click-test#0", "miniwob.click-test#1"]
     parse = lambda text, obs: parse_response(text, "ui_genie")[1]  # noqa: E731  (task pixels already)
     policy = ExpertPolicy()
-    _, table, report = evaluate_on_envs(policy, env_factory(ecfg), tasks, None, num_envs=1, max_steps=6,
+    _, table, report = evaluate_on_envs(policy, env_factory(ecfg, 6), tasks, None, num_envs=1, max_steps=6,
                                         prompt_fn=policy.prompt_fn, parse_fn=parse)
     for name in ("miniwob.click-test", "miniwob.enter-text", "miniwob.click-option"):
         assert table[name]["n"] == 2 and table[name]["SR"] == 1.0
@@ -51,7 +51,7 @@ def test_miniwob_task_list_per_task_sr_with_ci():
     assert report["completed"] == 6
     quitter = ExpertPolicy(quit=True)
     ecfg.tasks = ("click-button",)
-    _, table, _ = evaluate_on_envs(quitter, env_factory(ecfg), make_tasks(ecfg), None, num_envs=1, max_steps=6,
+    _, table, _ = evaluate_on_envs(quitter, env_factory(ecfg, 6), make_tasks(ecfg), None, num_envs=1, max_steps=6,
                                    prompt_fn=quitter.prompt_fn, parse_fn=parse)
     assert table["miniwob.click-button"]["SR"] == 0.0
     assert "| miniwob.click-button | 2 | 0.000 [0.000, 0.658] |" in format_table(table)
@@ -60,8 +60,8 @@ def test_miniwob_task_list_per_task_sr_with_ci():
 def test_unknown_backend_and_task_names_fail_clearly():
     ecfg = load_config("configs/miniwob_eval.py").env
     ecfg.tasks = ("click-tset",)
-    with pytest.raises(ValueError, match="unknown MiniWob\\+\\+ task 'click-tset'"):
+    with pytest.raises(ValueError, match="config.env.tasks = \\('click-tset',\\): unknown MiniWob\\+\\+ task 'click-tset'"):
         make_tasks(ecfg)
     ecfg.backend = "nope"
-    with pytest.raises(ValueError, match="not one of miniwob"):
+    with pytest.raises(ValueError, match="config.env.backend = 'nope': not one of phonesim, remote, miniwob, android"):
         make_tasks(ecfg)

@@ -90,9 +90,26 @@ ONLINE = Block("online", [
       choice(CRITIC_INITS)),
 ])
 
+# Where episodes run (gui_jax/envs/factory.py builds each): the one backend table of every job that runs episodes
+ENV_BACKENDS = ("phonesim", "remote", "miniwob", "android", "androidworld")
+
 ENV = Block("env", [
-    F("server_urls", (), "env servers, e.g. ('http://127.0.0.1:8000',): RemoteEnv sessions, round robin; "
-      "() = in-process PhoneSim", strings()),
+    F("backend", "phonesim", f"where episodes run: {' | '.join(ENV_BACKENDS)} (remote: gui_jax env servers; "
+      "android: uiautomator2 devices; androidworld: AndroidWorld env servers)", choice(ENV_BACKENDS)),
+    F("server_urls", (), "remote / androidworld: server URLs, round robin over the env slots; "
+      "'dns://name:port' = every address the name resolves to (re-resolved on failover)", strings()),
+    F("serials", (), "android: adb serials (or host:port), one device per env slot, e.g. ('emulator-5554',)",
+      strings()),
+    F("tasks", (), "tasks of a backend with its own list: miniwob pages, androidworld task types (() = the "
+      "server's list), android goals ('App|goal' launches App first); phonesim/remote: templates (() = the split)",
+      strings()),
+    F("seeds", (0,), "miniwob / androidworld / android: instance seeds (androidworld: task_idx) of the training "
+      "tasks; env_eval: of the evaluated tasks", int_tuple(0)),
+    F("eval_seeds", (1,), "miniwob / androidworld / android: instance seeds of online_rl's held-out tasks",
+      int_tuple(0)),
+    F("connect_timeout_s", 10.0, "bound on reaching a device (uiautomator2 connect) or an env server (TCP connect)",
+      number(0.0, lo_open=True)),
+    F("settle_s", 0.5, "android: seconds to let the screen settle after an action", number(0.0)),
     F("token", "", "bearer token (or read from the env var named by token_env)", text()),
     F("token_env", "GUI_JAX_ENV_TOKEN", "env var holding the bearer token", text()),
     F("n_envs", 8, "active envs", integer(1)),
@@ -104,6 +121,29 @@ ENV = Block("env", [
     F("resolution", (540, 1200), "PhoneSim screen (width, height) in pixels", int_tuple(1, length=2)),
     F("sim_max_steps", 30, "PhoneSim episode step limit", integer(1)),
 ])
+ENV_BACKEND_NEEDS = {"remote": "server_urls", "androidworld": "server_urls", "android": "serials"}
+
+
+def env_problem(env) -> "tuple[str, str] | None":
+    """(field, problem) for an env block whose backend lacks what it needs or has what it cannot use;
+    None when consistent (config_check reports it as `config.env.<field> = <value>: <problem>`)."""
+    backend = env.get("backend", "phonesim")
+    need = ENV_BACKEND_NEEDS.get(backend)
+    if need is not None and not env.get(need):
+        example = {"server_urls": "('http://127.0.0.1:8765',) or ('dns://env-fleet.default.svc:8765',)",
+                   "serials": "('emulator-5554',)"}[need]
+        return need, f"env.backend = {backend!r} needs at least one, e.g. {example}"
+    if backend in ("phonesim", "miniwob", "android") and env.get("server_urls"):
+        return "server_urls", (f"env.backend = {backend!r} runs no env server; set env.backend='remote' (gui_jax "
+                               "env servers) or 'androidworld' (AndroidWorld servers), or server_urls=()")
+    for url in env.get("server_urls", ()) or ():
+        scheme, sep, rest = url.partition("://")
+        host, _, port = rest.rstrip("/").rpartition(":")
+        if scheme not in ("http", "https", "dns") or not sep or not rest:
+            return "server_urls", f"{url!r} is not an http://, https:// or dns://name:port URL"
+        if scheme == "dns" and (not host or not port.isdigit()):
+            return "server_urls", f"{url!r}: a dns:// URL names a host and a port, e.g. dns://env-fleet.default.svc:8765"
+    return None
 
 
 def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
@@ -116,7 +156,8 @@ def online_block(algorithm: str = "grpo") -> ml_collections.ConfigDict:
 
 
 def env_block() -> ml_collections.ConfigDict:
-    """Where episodes run: in-process PhoneSim (default) or env servers (`server_urls` non-empty)."""
+    """Where episodes run (`backend`): in-process PhoneSim (default), gui_jax env servers, MiniWob++ pages,
+    uiautomator2 devices or AndroidWorld env servers, with the pool's sizes and timeouts."""
     return build(ENV)
 
 

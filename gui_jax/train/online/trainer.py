@@ -41,7 +41,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from absl import logging
 
-from gui_jax.envs.pool import EnvPool, PoolConfig
+from gui_jax.envs.pool import EnvPool
 from gui_jax.rl.adagrpo import FailureCurriculum
 from gui_jax.rl.advantages import get_group_advantage
 from gui_jax.rl.losses import get_policy_loss
@@ -61,29 +61,14 @@ REPORT_KEYS = ("episodes", "completed", "env_failure", "retried", "failed_attemp
 
 # ------------------------------------------------------------------------------------------- envs
 def make_env_factory(env_cfg, *, render: bool, max_steps: int) -> Callable[[int], object]:
-    """slot -> env: RemoteEnv sessions round-robin over `env.server_urls`, else in-process PhoneSim."""
-    urls = tuple(env_cfg.get("server_urls", ()) or ())
-    resolution = tuple(env_cfg.get("resolution", (540, 1200)))
-    sim_steps = max(int(env_cfg.get("sim_max_steps", 30)), max_steps)
-    if urls:
-        from gui_jax.envs.backends import EnvOptions
-        from gui_jax.envs.client import RemoteEnv
-        token = env_cfg.get("token") or os.environ.get(env_cfg.get("token_env", "GUI_JAX_ENV_TOKEN"), "") or None
-        opts = EnvOptions(render=render, resolution=resolution, max_steps=sim_steps, tree=True)
-        timeout = float(env_cfg.get("call_timeout_s", 60.0))
-        return lambda slot: RemoteEnv(urls[slot % len(urls)], token, timeout_s=timeout,
-                                      reset_timeout_s=float(env_cfg.get("reset_timeout_s", 120.0)), options=opts)
-    from gui_jax.envs.sim import PhoneSim
-    return lambda slot: PhoneSim(render=render, resolution=resolution, max_steps=sim_steps, tree=True)
+    """slot -> env of `env.backend` (gui_jax/envs/factory.py: the one backend table)."""
+    from gui_jax.envs import factory
+    return factory.make_env_factory(env_cfg, render=render, max_steps=max_steps)
 
 
 def make_pool(env_cfg, make_env: Callable[[int], object]) -> EnvPool:
-    return EnvPool(make_env, PoolConfig(
-        n_active=int(env_cfg.get("n_envs", 8)), n_standby=int(env_cfg.get("n_standby", 0)),
-        call_timeout_s=float(env_cfg.get("call_timeout_s", 60.0)),
-        reset_timeout_s=float(env_cfg.get("reset_timeout_s", 120.0)),
-        lease_timeout_s=float(env_cfg.get("lease_timeout_s", 600.0)),
-        health_interval_s=float(env_cfg.get("health_interval_s", 30.0))))
+    from gui_jax.envs import factory
+    return factory.make_pool(env_cfg, make_env)
 
 
 def rollout_config(cfg, iteration: int) -> RolloutConfig:
@@ -115,6 +100,7 @@ class OnlineRun(RLRun):
         self.buffer = self.algorithm.replay(cfg) if self.algorithm.replay is not None else None
         self.report = {k: 0 for k in REPORT_KEYS}
         self.critic = critic
+        self._difficulty_checked = False
         side = self.restored_extra.get("online", {})
         if side:
             if self.curriculum is not None and "curriculum" in side:
@@ -164,7 +150,15 @@ class OnlineRun(RLRun):
             shutil.rmtree(os.path.join(root, str(it)), ignore_errors=True)
 
     def task_pool(self, tasks: Sequence) -> list:
-        return self.curriculum.filter(tasks) if self.curriculum is not None else list(tasks)
+        if self.curriculum is None:
+            return list(tasks)
+        if not self._difficulty_checked:  # said once per run
+            self._difficulty_checked = True
+            missing = [t.task_id for t in tasks if getattr(t, "difficulty", None) is None]
+            if missing:
+                logging.warning("%s: %d of %d training tasks have no difficulty (e.g. %s); the curriculum treats "
+                                "them as one level, in every stage", self.prefix, len(missing), len(tasks), missing[0])
+        return self.curriculum.filter(tasks, difficulty_of=lambda t: getattr(t, "difficulty", None))
 
 
 def records_to_trajs(records) -> tuple[list[Traj], dict]:
