@@ -250,7 +250,7 @@ def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: s
     waiting dependant's source is already running and the wait cannot deadlock).
     Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job
     starts after it, and the exception propagates."""
-    from tqdm.auto import tqdm
+    from gui_jax.core.progress import progress
     after = after or {}
     futs: dict = {}
     raised: list = []
@@ -273,7 +273,7 @@ def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: s
         for key in jobs:
             futs[key] = pool.submit(one, key)
         key_of = {f: k for k, f in futs.items()}
-        for fut in tqdm(concurrent.futures.as_completed(key_of), total=len(futs), desc=desc, unit="pt"):
+        for fut in progress(concurrent.futures.as_completed(key_of), total=len(futs), desc=desc, unit="pt"):
             if fut.result() != 0:
                 failed.append(key_of[fut])
     except BaseException:

@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from gui_jax.core.progress import progress as progress_bar
 
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
 from gui_jax.eval.metrics import mean_steps_to_success, pass_at_k, success_by_bucket
@@ -30,7 +30,7 @@ def run_online_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, *, 
             sim = PhoneSim(render=render, resolution=resolution, max_steps=max_steps, tree=True)
             runs.append({"task": task, "trial": k, "sim": sim, "obs": sim.reset(task), "history": [],
                          "done": False, "success": False, "steps": 0, "unparsable": 0, "trace": []})
-    pbar = tqdm(total=max_steps, desc="online eval", disable=not progress, leave=False)
+    pbar = progress_bar(total=max_steps, desc="online eval", disable=not progress, leave=False)
     for t in range(max_steps):
         live = [r for r in runs if not r["done"]]
         if not live:

@@ -127,9 +127,9 @@ def partial_episode(task, partial) -> Episode:
 
 def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = False) -> list[Episode]:
     """The best successful beam-search trajectory of each task (tasks without one give none)."""
-    from tqdm.auto import tqdm
+    from gui_jax.core.progress import progress as progress_bar
     out = []
-    for i, task in enumerate(tqdm(tasks, desc="beam search", unit="task", disable=not progress)):
+    for i, task in enumerate(progress_bar(tasks, desc="beam search", unit="task", disable=not progress)):
         parts = beam_search(task, make_env, propose, None, beam_width=si.beam_width,
                             num_candidates=si.num_candidates, max_steps=si.max_steps, seed=int(si.seed) + i,
                             score_many=score_many)

@@ -24,7 +24,7 @@ import os
 import time
 from typing import Callable, Optional, Sequence
 
-from tqdm.auto import tqdm
+from gui_jax.core.progress import progress
 
 from gui_jax.config_check import ConfigError, RunError
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
@@ -192,7 +192,7 @@ def verifier_outcomes(tasks: Sequence, make_env: Callable, propose: Callable, sc
                       ns: Sequence[int], *, max_steps: int, seed: int = 0, progress: bool = False) -> dict:
     """{n: [{"task_id", "success", "steps"}] in task order}; task i runs with seed `seed + i` for every n."""
     out = {int(n): [] for n in ns}
-    bar = tqdm(total=len(ns) * len(tasks), desc="verifier episodes", unit="ep", disable=not progress)
+    bar = progress(total=len(ns) * len(tasks), desc="verifier episodes", unit="ep", disable=not progress)
     try:
         for n in ns:
             for i, task in enumerate(tasks):

@@ -64,8 +64,8 @@ def generate_episodes(tasks: Iterable[Task], resolution=(540, 1200), progress: b
     tasks = list(tasks)  # task descriptions only (no pixels)
     it = tasks
     if progress:
-        from tqdm import tqdm
+        from gui_jax.core.progress import progress as progress_bar
 
-        it = tqdm(tasks, desc="expert episodes", unit="ep")
+        it = progress_bar(tasks, desc="expert episodes", unit="ep")
     for t in it:
         yield generate_episode(t, sim)

@@ -91,8 +91,8 @@ def copy_warmup(agent, steps: int, *, batch: int = 32, length: int = 96, learnin
     t0 = time.time()
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=steps, desc="copy warm-up")
+        from gui_jax.core.progress import progress as progress_bar
+        bar = progress_bar(total=steps, desc="copy warm-up")
     for _ in range(steps):
         params, opt_state, loss, acc = step(params, opt_state, *induction_batch(rng, pool, batch, length))
         if bar is not None:

@@ -21,7 +21,7 @@ import threading
 from typing import Callable, Iterator, Optional, Sequence
 
 from absl import logging
-from tqdm.auto import tqdm
+from gui_jax.core.progress import progress
 
 from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, TrainSample, make_micro_batches
 from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
@@ -109,7 +109,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         data_iter.set_state(extra["data"])
         logging.info("%s: resumed at step %d", prefix, state.step)
     buckets = DEFAULT_LENGTH_BUCKETS if length_buckets is None else tuple(length_buckets)
-    pbar = tqdm(total=num_steps, initial=state.step, desc=prefix, dynamic_ncols=True, leave=False)
+    pbar = progress(total=num_steps, initial=state.step, desc=prefix, leave=False)
     steps_this_run = 0
     while state.step < num_steps:
         if sigterm_requested():

@@ -29,7 +29,7 @@ def collect_thoughts(agent, episodes: Sequence[Episode], pcfg: PromptConfig, *, 
     Pass k re-asks only the steps still missing a thought; prompts go to the policy in chunks of
     `chunk_size` so the progress bar moves while sampling.
     """
-    from tqdm.auto import tqdm
+    from gui_jax.core.progress import progress as progress_bar
     items = [(e, t) for e, ep in enumerate(episodes) for t in range(len(ep.actions))]
     prompts = [build_messages(episodes[e].goal, expert_history(episodes[e], t, pcfg), episodes[e].observations[t],
                               pcfg) for e, t in items]
@@ -39,8 +39,8 @@ def collect_thoughts(agent, episodes: Sequence[Episode], pcfg: PromptConfig, *, 
         todo = [i for i, it in enumerate(items) if it not in kept]
         if not todo:
             break
-        bar = tqdm(total=len(todo), desc=f"sampling thoughts {k + 1}/{samples_per_step}", dynamic_ncols=True,
-                   leave=False, disable=not progress)
+        bar = progress_bar(total=len(todo), desc=f"sampling thoughts {k + 1}/{samples_per_step}", leave=False,
+                           disable=not progress)
         for j in range(0, len(todo), chunk_size):
             part = todo[j:j + chunk_size]
             gens = agent.policy.generate([prompts[i] for i in part], temperature=temperature,

@@ -9,6 +9,7 @@ import jax
 import numpy as np
 from flax import nnx
 
+from gui_jax.core.progress import progress
 from gui_jax.rl.batch import TrainSample, make_micro_batches, model_forward_logprobs
 from gui_jax.rl.losses import combine_loss
 from gui_jax.rl.policy import Generation
@@ -159,7 +160,6 @@ class RLRun:
     def __init__(self, agent, n_episodes: int, cfg, *, workdir: str, ref_params=None, prefix: str,
                  logger=None, policy_loss: Callable = combine_loss):
         from absl import logging
-        from tqdm.auto import tqdm
 
         from gui_jax.data.pipeline import list_batch, make_pipeline
         if n_episodes < 1:
@@ -184,8 +184,7 @@ class RLRun:
             agent.set_params(self.state.params)
             logging.info("%s: resumed at iteration %d", prefix, self.iteration)
         self.done_this_run = 0
-        self.pbar = tqdm(total=cfg.iterations, initial=self.iteration, desc=prefix, dynamic_ncols=True,
-                         leave=False)
+        self.pbar = progress(total=cfg.iterations, initial=self.iteration, desc=prefix, leave=False)
 
     @property
     def running(self) -> bool:
