@@ -54,13 +54,37 @@ class JobNotBuiltError(RuntimeError):
 
 # ------------------------------------------------------------------------------------------------ help
 
+def installed_recipe_dir() -> Path | None:
+    """configs/ as a wheel installs it (pyproject's data-files: <prefix or --target>/share/gui_jax/configs)."""
+    from importlib import metadata
+    try:
+        files = metadata.distribution("gui_jax").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).replace("\\", "/").endswith("share/gui_jax/configs/quickstart.py"):
+            return Path(f.locate()).resolve().parent
+    return None
+
+
 def recipe_dirs() -> list[Path]:
-    dirs = [Path.cwd() / "configs", Path(__file__).resolve().parents[1] / "configs"]
+    """Where recipes are found: ./configs, the repository's configs/ (a checkout or an editable install),
+    then the copy a wheel installs."""
+    dirs = [Path.cwd() / "configs", Path(__file__).resolve().parents[1] / "configs", installed_recipe_dir()]
     out = []
     for d in dirs:
-        if d.is_dir() and d.resolve() not in [o.resolve() for o in out]:
+        if d is not None and d.is_dir() and d.resolve() not in [o.resolve() for o in out]:
             out.append(d)
     return out
+
+
+def recipe_path(name: str) -> str:
+    """The path of recipe `name` (configs/<name>.py) from the first of `recipe_dirs()` that has it."""
+    for d in recipe_dirs():
+        if (d / f"{name}.py").is_file():
+            return str(d / f"{name}.py")
+    where = ", ".join(map(str, recipe_dirs())) or "configs/"
+    raise FileNotFoundError(f"no recipe {name!r}: no {name}.py in {where}")
 
 
 def recipes() -> list[tuple[str, str]]:

@@ -11,28 +11,61 @@
 # %% [markdown]
 # # gui_jax quickstart: a tiny GUI agent on PhoneSim
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gui-jax/gui_jax/blob/main/notebooks/quickstart.ipynb)
+#
 # Train the embedded tiny Qwen2.5-VL-architecture agent on PhoneSim (the built-in phone simulator):
 # expert episodes → SFT → UI-S1 semi-online RL, then look at the learning curves and watch the agent
 # work through an episode. Runs on a CPU runtime; on Colab a TPU runtime (Runtime → Change runtime
 # type → TPU) is only needed for paper-scale models.
 
 # %%
-# Install gui_jax from its repository when it is not installed yet (Colab), and find the configs/.
+# Install gui_jax when it is not installed yet (Colab). GUI_JAX_SOURCE is either a wheel built from the
+# repository (`pip wheel . -w dist --no-deps`, then upload dist/gui_jax-*.whl to the runtime's files; an
+# uploaded wheel is found without setting anything) or a git URL (https://github.com/<owner>/gui_jax.git).
+# On a TPU runtime (Runtime → Change runtime type → TPU) jax is installed as jax[tpu].
+import glob
 import importlib.util
 import os
+import pathlib
 import subprocess
 import sys
 
-REPO_URL = os.environ.get("GUI_JAX_REPO", "https://github.com/gui-jax/gui_jax.git")
+GUI_JAX_SOURCE = os.environ.get("GUI_JAX_SOURCE", "")  # @param {type:"string"}
+
+
+def on_tpu() -> bool:
+    """A TPU runtime: its environment variables or the TPU chips' device files."""
+    return (any(os.environ.get(v) for v in ("COLAB_TPU_ADDR", "TPU_NAME", "TPU_ACCELERATOR_TYPE"))
+            or bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*")))
+
+
+def gui_jax_requirement(source: str, tpu: bool) -> str:
+    """The pip requirement for gui_jax from a wheel or a git URL (with the tpu-aot extra, jax[tpu], on a TPU)."""
+    if not source:
+        wheels = sorted(glob.glob("gui_jax-*.whl") + glob.glob("dist/gui_jax-*.whl"))
+        if not wheels:
+            raise RuntimeError("gui_jax is not installed: upload a wheel built from the repository (`pip wheel . "
+                               "-w dist --no-deps`) next to this notebook, or set GUI_JAX_SOURCE to a git URL")
+        source = wheels[-1]
+    if source.endswith(".whl"):
+        url = pathlib.Path(source).resolve().as_uri()
+    else:
+        url = source if source.startswith("git+") else "git+" + source
+    return f"gui_jax{'[tpu-aot]' if tpu else ''} @ {url}"
+
+
 if importlib.util.find_spec("gui_jax") is None:
-    subprocess.check_call(["git", "clone", "-q", REPO_URL, "gui_jax_repo"])
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", "gui_jax_repo"])
-    sys.path.insert(0, os.path.abspath("gui_jax_repo"))
+    requirement = gui_jax_requirement(GUI_JAX_SOURCE, on_tpu())
+    print("installing", requirement)
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", requirement])
+    importlib.invalidate_caches()
 import gui_jax  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(gui_jax.__file__)))
+# %%
+from gui_jax.main import recipe_path  # noqa: E402
+
 SMALL = os.environ.get("GUI_JAX_SMALL") == "1"  # the test suite runs every notebook at small size
-print("gui_jax", gui_jax.__version__, "from", ROOT, "(small settings)" if SMALL else "")
+print("gui_jax", gui_jax.__version__, "from", os.path.dirname(gui_jax.__file__), "(small settings)" if SMALL else "")
 
 # %% [markdown]
 # ## PhoneSim's apps
@@ -53,7 +86,7 @@ display(gallery(width=135, cols=6))
 from gui_jax.jobs import load_config  # noqa: E402
 from gui_jax.main import run_job  # noqa: E402
 
-config = load_config(os.path.join(ROOT, "configs", "quickstart.py"))
+config = load_config(recipe_path("quickstart"))
 if SMALL:
     config.data.num_train_episodes, config.data.num_test_episodes = 12, 4
     config.model.num_hidden_layers = 1      # the suite checks that every cell runs, not what it learns
