@@ -4,9 +4,8 @@
 
 RUN_OR_EPISODES is a run folder, an episode store, or one episode folder. Every folder at or below it
 that holds an `episode.json` (expert or synthesised episodes: generate_episodes, a job's episodes/) or a
-`trajectory.json` (agent rollouts: core/serialize.save_trajectory, which `rl.rollout.save_records`
-writes for the rollout engine's records) becomes one episode of the page: its goal, template and outcome,
-then per step the screenshot with the action drawn on it (a ring at a tap, an arrow for a swipe or a
+`trajectory.json` (agent rollouts in core/serialize.save_trajectory's format) becomes one episode of the
+page: its goal, template and outcome, then per step the screenshot with the action drawn on it (a ring at a tap, an arrow for a swipe or a
 scroll), the response, the parsed action, the step reward and the reward model's score when the step
 carries one (`info["rm_score"]`). Screens stored without pixels (render=False: a 1x1 placeholder) are
 drawn as wireframes of their UI elements. Filters (template, outcome) are plain JavaScript in the page.

@@ -126,7 +126,9 @@ def run(config, workdir: str) -> None:
               f"runtime {runtime / 60:.1f} min this run (CPU {profile['this_run']['cpu_s'] / 60:.1f} min, "
               f"load avg {os.getloadavg()[0]:.1f}), peak memory {peak_mb:.0f} MB\n"
               f"time per stage: {prof.summary()}")
+    view = (f"\nepisodes: `python -m gui_jax.view {workdir} --out {os.path.join(workdir, 'report.html')}` writes "
+            f"one page of this run's episodes (screenshots with the actions drawn; filters by template and outcome)")
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(table + "\n" + footer + "\n")
+        f.write(table + "\n" + footer + "\n" + view + "\n")
     print("\n" + table + "\n" + footer)
     logging.info("results in %s", workdir)
