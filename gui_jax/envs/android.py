@@ -113,20 +113,29 @@ class AndroidDeviceEnv:
 
     @classmethod
     def connect(cls, serial: str, *, connect_timeout_s: float = 30.0, **kw) -> "AndroidDeviceEnv":
-        """uiautomator2.connect(serial) with a bounded wait; an offline device raises DeviceError at once."""
+        """uiautomator2.connect(serial) with a bounded wait; an offline device raises DeviceError at once. The
+        connect runs on a daemon thread: one stuck on a dead device never keeps the process from exiting."""
+        import queue
+        import threading
+
         import uiautomator2 as u2
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        fut = pool.submit(u2.connect, serial)
+        answer: queue.SimpleQueue = queue.SimpleQueue()
+
+        def attempt():
+            try:
+                answer.put((True, u2.connect(serial)))
+            except BaseException as e:  # delivered to the waiting caller
+                answer.put((False, e))
+        threading.Thread(target=attempt, name=f"u2-connect-{serial}", daemon=True).start()
         try:
-            device = fut.result(timeout=connect_timeout_s)
-        except concurrent.futures.TimeoutError:
-            raise DeviceError(f"device {serial!r}: uiautomator2 did not connect within {connect_timeout_s:.0f} s "
+            ok, value = answer.get(timeout=connect_timeout_s)
+        except queue.Empty:
+            raise DeviceError(f"device {serial!r}: uiautomator2 did not connect within {connect_timeout_s:g} s "
                               "(is it online in `adb devices`?)") from None
-        except Exception as e:
+        if not ok:
+            e = value
             raise DeviceError(f"device {serial!r} is offline or unreachable: {type(e).__name__}: {e}") from e
-        finally:
-            pool.shutdown(wait=False)
-        return cls(device, serial=serial, **kw)
+        return cls(value, serial=serial, **kw)
 
     # ------------------------------------------------------------------ bounded device calls
     def _call(self, what: str, fn: Callable, *args, **kw):
@@ -138,7 +147,7 @@ class AndroidDeviceEnv:
             self._pool.shutdown(wait=False)
             self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="u2")
             raise DeviceError(f"device {self.serial or ''}: {what} did not answer within "
-                              f"{self.call_timeout_s:.0f} s") from None
+                              f"{self.call_timeout_s:g} s") from None
         except EnvFailure:
             raise
         except Exception as e:

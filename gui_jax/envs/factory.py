@@ -18,8 +18,10 @@ episodes (online_rl, env_eval, evaluate, verifier_eval, self_improve) and the en
 """
 from __future__ import annotations
 
-import concurrent.futures
 import os
+import queue
+import threading
+import time
 from typing import Any, Callable, Optional, Sequence
 
 from gui_jax.core.config_schema import RunError
@@ -183,19 +185,31 @@ def check_reachable(env_cfg, resolver=None) -> None:
                     env.close()
     else:
         return
-    # all at once, each bounded: a job with 8 offline devices fails in one timeout, not eight
-    ex = concurrent.futures.ThreadPoolExecutor(max_workers=min(len(items), 16))
-    try:
-        futures = [(item, ex.submit(probe, item)) for item in items]
-        for item, fut in futures:
-            try:
-                fut.result(timeout=timeout + 5.0)
-            except concurrent.futures.TimeoutError:
-                raise RunError(f"config.env.{field}: {item!r} did not answer within {timeout:g} s "
-                               f"(env.connect_timeout_s)") from None
-            except Exception as e:  # noqa: BLE001 - offline device, refused connection: one line
-                msg = " ".join(str(e).split())
-                raise RunError(f"config.env.{field}: {item!r} is not reachable: {msg} "
-                               f"(env.connect_timeout_s = {timeout:g} s)") from None
-    finally:
-        ex.shutdown(wait=False)  # a probe stuck past its bound is abandoned, not waited for
+    # all at once, each bounded, on daemon threads (a probe stuck on a dead device never blocks the exit): a job
+    # with 8 offline devices fails in one timeout, not eight
+    answers: queue.SimpleQueue = queue.SimpleQueue()
+
+    def attempt(i, item):
+        try:
+            probe(item)
+            answers.put((i, None))
+        except BaseException as e:  # delivered to the waiting caller
+            answers.put((i, e))
+    for i, item in enumerate(items):
+        threading.Thread(target=attempt, args=(i, item), name=f"reach-{field}-{i}", daemon=True).start()
+    deadline = time.monotonic() + timeout + 5.0  # the probes' own bounds end them first
+    errors: dict = {}
+    for _ in items:
+        try:
+            i, err = answers.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            break
+        errors[i] = err
+    for i, item in enumerate(items):  # the first configured one that failed
+        if i not in errors:
+            raise RunError(f"config.env.{field}: {item!r} did not answer within {timeout:g} s "
+                           "(env.connect_timeout_s)")
+        if errors[i] is not None:
+            msg = " ".join(str(errors[i]).split())
+            raise RunError(f"config.env.{field}: {item!r} is not reachable: {msg} "
+                           f"(env.connect_timeout_s = {timeout:g} s)")
