@@ -425,9 +425,8 @@ def _quiet_close(env) -> None:
 # ---- server fleets (dns:// URLs) -----------------------------------------------------------------
 
 def resolve_addresses(host: str, port: int) -> list[str]:
-    """The IPv4/IPv6 addresses `host` resolves to (sorted, each once): the default `ServerFleet` resolver."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({info[4][0] for info in infos})
+    """The IPv4/IPv6 addresses `host` resolves to: the default `ServerFleet` resolver."""
+    return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
 class ServerFleet:
@@ -458,7 +457,7 @@ class ServerFleet:
                 raise ValueError(f"server URL {url!r}: expected dns://name:port")
             self.resolutions += 1
             try:
-                addresses = list(self.resolver(host, int(port)))
+                addresses = sorted(set(self.resolver(host, int(port))))  # a stable order: slot i, replica i
             except OSError as e:
                 raise EnvFailure(f"{url}: {host!r} does not resolve: {type(e).__name__}: {e}") from None
             if not addresses:
