@@ -4,7 +4,8 @@ agent on in-process PhoneSim (same data, model and SFT start as configs/grpo_onl
     python -m gui_jax.main --config configs/adagrpo.py [--workdir runs/adagrpo]
     # ablations: one switch each
     python -m gui_jax.main --config configs/adagrpo.py --config.online.spa=False      # or adapr / fcf / prune_negatives
-    python -m gui_jax.main --config configs/adagrpo.py --config.env.server_urls='("http://127.0.0.1:8000",)'
+    python -m gui_jax.main --config configs/adagrpo.py --config.env.backend=remote \
+        --config.env.server_urls='("http://127.0.0.1:8000",)'
 """
 
 from gui_jax.train.config_blocks import sibling_recipe

@@ -3,7 +3,7 @@
 cooldown at 0.5^k, removal at k ≥ 6).
 
     python -m gui_jax.main --config configs/adagrpo_7b.py --config.model.checkpoint=/path/to/Qwen2.5-VL-7B-Instruct \
-        --config.env.server_urls='("http://10.0.0.2:8000",)' --config.env.token=...
+        --config.env.backend=remote --config.env.server_urls='("http://10.0.0.2:8000",)' --config.env.token=...
 Per-slice layouts (`configs/adagrpo_7b.py:v5p-64`): grpo_online_7b's, i.e. the 7B UI-S1 recipe's.
 """
 

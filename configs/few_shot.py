@@ -3,7 +3,8 @@ fine-tunes, online evaluation on other instances; the tiny agent on in-process P
 
     python -m gui_jax.main --config configs/few_shot.py [--workdir runs/few_shot]
     python -m gui_jax.main --config configs/few_shot.py --config.init.checkpoint_dir=runs/grpo_online/sft/checkpoints
-    python -m gui_jax.main --config configs/few_shot.py --config.env.server_urls='("http://127.0.0.1:8000",)'
+    python -m gui_jax.main --config configs/few_shot.py --config.env.backend=remote \
+        --config.env.server_urls='("http://127.0.0.1:8000",)'
 """
 
 import ml_collections

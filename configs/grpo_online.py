@@ -2,7 +2,10 @@
 
     python -m gui_jax.main --config configs/grpo_online.py [--workdir runs/grpo_online]
     # against env servers (python -m gui_jax.envs.server --backend phonesim --port 8000):
-    python -m gui_jax.main --config configs/grpo_online.py --config.env.server_urls='("http://127.0.0.1:8000",)'
+    python -m gui_jax.main --config configs/grpo_online.py --config.env.backend=remote \
+        --config.env.server_urls='("http://127.0.0.1:8000",)'
+    # a device or AndroidWorld's env servers (docs/devices.md): env.backend = android | androidworld
+    ... --config.env.backend=android --config.env.serials='("emulator-5554",)' --config.env.tasks='("Settings|Turn on Wi-Fi",)'
 
 expert episodes (instance split) → short SFT → online GRPO (N rollouts per task, groups keyed by
 task id, KL to the SFT policy, easy → +medium → all) → greedy online SR on held-out tasks with

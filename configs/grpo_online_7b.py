@@ -2,7 +2,7 @@
 
     python -m gui_jax.main --config configs/grpo_online_7b.py \
         --config.model.checkpoint=/path/to/Qwen2.5-VL-7B-Instruct \
-        --config.env.server_urls='("http://10.0.0.2:8000","http://10.0.0.3:8000")' --config.env.token=...
+        --config.env.backend=remote --config.env.server_urls='("http://10.0.0.2:8000","http://10.0.0.3:8000")' --config.env.token=...
 AWG: β = 0.05, N = 8 rollouts per task, 8 tasks per iteration, ≤ 15 steps, curriculum easy → +medium
 → all, asynchronous first-come-first-serve rollouts with a staleness bound of 1 update.
 

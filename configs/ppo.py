@@ -2,7 +2,8 @@
 
     python -m gui_jax.main --config configs/ppo.py [--workdir runs/ppo]
     python -m gui_jax.main --config configs/ppo.py --config.online.gae_level=token
-    python -m gui_jax.main --config configs/ppo.py --config.env.server_urls='("http://127.0.0.1:8000",)'
+    python -m gui_jax.main --config configs/ppo.py --config.env.backend=remote \
+        --config.env.server_urls='("http://127.0.0.1:8000",)'
 
 Reward = terminal outcome (`online.outcome_reward`); a per-step reward function plugs into
 `train_online(..., reward_fn=...)`. No KL (GUI-Shepherd); critic lr 10× the actor's.
