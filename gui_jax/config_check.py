@@ -289,9 +289,10 @@ def _cross_checks(config) -> None:
     if m is not None and "min_pixels" in m and "max_pixels" in m and m.min_pixels > m.max_pixels:
         _fail("model.max_pixels", m.max_pixels, f"expected ≥ model.min_pixels ({m.min_pixels})")
     p = config.get("prompt")
-    if p is not None and p.get("target") == "element" and p.get("observation") == "screenshot":
+    if (p is not None and p.get("target") == "element" and p.get("observation") == "screenshot"
+            and not p.get("set_of_mark", False)):
         _fail("prompt.target", p.target, "'element' needs the UI tree in the prompt: set prompt.observation "
-              "to ui_text or both, or prompt.target to coordinate")
+              "to ui_text, xml or both, prompt.set_of_mark=True, or prompt.target to coordinate")
     e = config.get("eval")
     if config.get("job") == "evaluate" and e is not None:
         has_ckpt = bool(e.get("checkpoint_dir")) or bool(m is not None and m.get("checkpoint"))

@@ -95,33 +95,44 @@ def _inside(b, outer) -> bool:
     return b[0] >= outer[0] and b[1] >= outer[1] and b[2] <= outer[2] and b[3] <= outer[3]
 
 
-def simplify_node(node) -> Optional[str]:
-    """The simplified line of one lxml `<node>`, or None when the node is redundant."""
-    text, desc = node.get("text", "") or "", node.get("content-desc", "") or ""
-    if not (text or desc or any(_flag(node, f) for f in FUNCTIONAL_FLAGS)):
+_ATTR = {"long-clickable": "long_clickable"}  # XML flag name -> UIElement field
+
+
+def element_line(e: UIElement) -> Optional[str]:
+    """The simplified line of one element (`Class;action;flags;text;[x1,y1][x2,y2]`), or None when the
+    element is redundant (no functional flag, no text, no content-desc)."""
+    text, desc = e.text or "", e.content_desc or ""
+    flag = {f: bool(getattr(e, _ATTR.get(f, f))) for f in FUNCTIONAL_FLAGS}
+    if not (text or desc or any(flag.values())):
         return None
-    cls = (node.get("class", "") or "").split(".")[-1]
-    action = ",".join(name for flag, name in ACTION_FLAGS if _flag(node, flag))
-    flags = ",".join(f for f in STATE_FLAGS if _flag(node, f))
+    cls = (e.cls or "").split(".")[-1]
+    action = ",".join(name for f, name in ACTION_FLAGS if flag[f])
+    flags = ",".join(f for f in STATE_FLAGS if flag[f])
     shown = f"{text} | {desc}" if text and desc and text != desc else (text or desc)
     shown = shown.replace("\n", " ").replace(";", ",")
-    x1, y1, x2, y2 = parse_bounds(node.get("bounds", ""), f"node {cls!r}")
+    x1, y1, x2, y2 = e.bounds
     return f"{cls};{action};{flags};{shown};[{x1},{y1}][{x2},{y2}]"
 
 
-def simplify_xml(xml: str, screen_size: tuple[int, int] = (1080, 2400), keep_offscreen: bool = False) -> str:
-    """docs/algorithms.md §10 simplified UI text: one line per kept node (see module docstring)."""
+def on_screen(bounds, screen_size: tuple[int, int]) -> bool:
+    """Bounds inside the (width, height) screen."""
+    return _inside(bounds, (0, 0, int(screen_size[0]), int(screen_size[1])))
+
+
+def onscreen_indices(xml: str, screen_size: tuple[int, int]) -> set[int]:
+    """Document-order indices (the `parse_ui_xml` / `Observation.ui_elements` index) of the nodes the
+    off-screen rule keeps: inside the screen and inside their parent, recursively."""
     root = _root(xml)
+    nodes = list(_nodes(root))  # kept alive: lxml reuses a node's proxy (and its id) only while one exists
+    index = {id(n): i for i, n in enumerate(nodes)}
     screen = (0, 0, int(screen_size[0]), int(screen_size[1]))
-    lines: list[str] = []
+    kept: set[int] = set()
 
     def visit(node, parent_bounds):
-        b = parse_bounds(node.get("bounds", ""), f"node {node.get('class', '')!r}")
-        if not keep_offscreen and not (_inside(b, screen) and _inside(b, parent_bounds)):
+        b = parse_bounds(node.get("bounds", ""), f"node {index[id(node)]}")
+        if not (_inside(b, screen) and _inside(b, parent_bounds)):
             return
-        line = simplify_node(node)
-        if line is not None:
-            lines.append(line)
+        kept.add(index[id(node)])
         for c in node:
             if c.tag == "node":
                 visit(c, b)
@@ -129,4 +140,12 @@ def simplify_xml(xml: str, screen_size: tuple[int, int] = (1080, 2400), keep_off
     for top in root:
         if top.tag == "node":
             visit(top, screen)
-    return "\n".join(lines)
+    return kept
+
+
+def simplify_xml(xml: str, screen_size: tuple[int, int] = (1080, 2400), keep_offscreen: bool = False) -> str:
+    """docs/algorithms.md §10 simplified UI text: one line per kept node (see module docstring)."""
+    elements = parse_ui_xml(xml)
+    kept = None if keep_offscreen else onscreen_indices(xml, screen_size)
+    lines = [element_line(e) for e in elements if kept is None or e.index in kept]
+    return "\n".join(line for line in lines if line is not None)

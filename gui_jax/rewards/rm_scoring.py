@@ -36,8 +36,8 @@ from gui_jax.core.types import Action, Episode, Observation
 from gui_jax.models.heads import label_scores
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
-from gui_jax.rl.prompting import (PromptConfig, expert_response, model_image, ui_text,
-                                  visible_elements, word_spaced)
+from gui_jax.rl.prompting import (PromptConfig, expert_response, observation_content, visible_elements,
+                                  word_spaced)
 from gui_jax.rl.semi_online_rollout import expert_element
 
 QUESTION = "Is the candidate action correct for the goal? Answer yes or no."
@@ -150,16 +150,6 @@ def _old_line(episodes, ref: StepRef, pcfg: PromptConfig, rcfg: RewardModelConfi
     return line
 
 
-def _observation(obs: Observation, pcfg: PromptConfig, images: list, history: bool) -> list[dict]:
-    content = []
-    if pcfg.observation in ("screenshot", "both"):
-        images.append(model_image(obs.screenshot, pcfg, history))
-        content.append({"type": "image"})
-    if pcfg.observation in ("ui_text", "both"):
-        content.append({"type": "text", "text": "\nUI:\n" + ui_text(obs, pcfg)})
-    return content
-
-
 def record_parts(record: RewardRecord, episodes: Mapping[str, Episode]):
     """(history refs, current observation, candidate ref, candidate action) of a record."""
     steps = tuple(record.steps)
@@ -201,12 +191,12 @@ def rm_messages(record: RewardRecord, episodes: Mapping[str, Episode], pcfg: Pro
     for k, ref in enumerate(recent):
         obs = step_observation(episodes, ref)
         content.append({"type": "text", "text": f"Step {len(old) + k + 1}:"})
-        content += _observation(obs, pcfg, images, history=True)
+        content += observation_content(obs, pcfg, images, history=True)
         a = step_action(episodes, ref)
         desc = target_caption(episodes, ref, a, obs, pcfg) if rcfg.describe_targets else ""
         content.append({"type": "text", "text": "\nAction: " + action_text(episodes, ref, a, obs, pcfg) + desc + "\n"})
     content.append({"type": "text", "text": "Current screen:"})
-    content += _observation(current, pcfg, images, history=False)
+    content += observation_content(current, pcfg, images, history=False)
     desc = target_caption(episodes, cand_ref, candidate, current, pcfg) if rcfg.describe_targets else ""
     tail = "\nCandidate action: " + action_text(episodes, cand_ref, candidate, current, pcfg) + desc + "\n"
     if pcfg.goal_last:

@@ -2,7 +2,7 @@
 (gui_jax/config_check.py) and the config schema (gui_jax/train/config_blocks.py) read them without
 loading JAX. The modules that use them import them from here (and re-export them under the same names).
 """
-OBSERVATION_MODES = ("screenshot", "ui_text", "both")               # rl/prompting.py PromptConfig.observation
+OBSERVATION_MODES = ("screenshot", "ui_text", "xml", "both")        # rl/prompting.py PromptConfig.observation
 TARGETS = ("coordinate", "element", "text")                          # rl/prompting.py PromptConfig.target
 HISTORY_MODES = ("full", "compact")                                  # rl/prompting.py PromptConfig.history_mode
 PATCH_STRATEGIES = ("thought_free", "off_policy", "on_policy")       # rl/semi_online_rollout.py

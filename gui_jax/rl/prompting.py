@@ -13,7 +13,10 @@ Images: the current screenshot is resized to `image_max_pixels`, history screens
 (multiples of 28), so the image processor keeps them as they are; the model's coordinates live in
 the current image's frame (`model_image_size`).
 Observation modes: `screenshot` (pixels, coordinates), `ui_text` (the simplified UI tree as text,
-actions by element index, MobileRL/UI-Genie style), or `both`.
+actions by element index, UI-Genie style), `xml` (MobileRL's simplified UI XML, envs/xml.py: off-screen
+elements dropped, each line led by the element index), or `both` (screenshot + ui_text).
+Set-of-Mark (`set_of_mark`, rl/set_of_mark.py): every screenshot carries the box and index of each element
+the prompt lists (`listed_elements`), so element actions also work from pixels.
 """
 from __future__ import annotations
 
@@ -28,9 +31,11 @@ from gui_jax.core.dialects import (ActionParseError, expressible, format_respons
                                    scale_action_to_image)
 from gui_jax.core.labels import identifying_label
 from gui_jax.core.types import Action, Observation, UIElement
+from gui_jax.envs.xml import element_line, on_screen, onscreen_indices
 from gui_jax.models.processor import smart_resize, to_rgb_pil
 from gui_jax.models.qwen2_5_vl.config import QWEN_SPECIAL_TOKENS
 from gui_jax.rl.names import HISTORY_MODES, OBSERVATION_MODES, TARGETS  # noqa: F401 - re-exported
+from gui_jax.rl.set_of_mark import mark_screenshot
 
 IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 
@@ -38,7 +43,7 @@ IMAGE_FACTOR = 28  # Qwen2.5-VL: patch 14 × spatial merge 2
 @dataclasses.dataclass(frozen=True)
 class PromptConfig:
     dialect: str = "ui_s1"
-    observation: str = "screenshot"      # screenshot | ui_text | both
+    observation: str = "screenshot"      # screenshot | ui_text | xml | both (field docs: train/config_blocks.py)
     target: str = "coordinate"           # coordinate | element | text (how point actions are given:
                                          # pixels, UI-element index, or the element's label words)
     history_turns: int = 2               # K: observations in the prompt, the current one included
@@ -56,6 +61,7 @@ class PromptConfig:
     ui_text_index_last: bool = False     # "flags; label [k]" instead of "[k] flags; label": the index
                                          # right after the words a goal names (a one-hop lookup)
     max_ui_lines: int = 40
+    set_of_mark: bool = False            # screenshots carry each listed element's box and index (UI-Genie)
     system_prompt: bool = True
     goal_last: bool = False              # repeat the goal after the current observation (short
                                          # attention distance: helps small models)
@@ -65,8 +71,9 @@ class PromptConfig:
             raise ValueError(f"unknown observation mode {self.observation!r}; known: {OBSERVATION_MODES}")
         if self.target not in TARGETS:
             raise ValueError(f"unknown action target {self.target!r}; known: {', '.join(TARGETS)}")
-        if self.target == "element" and self.observation == "screenshot":
-            raise ValueError("target='element' needs the UI tree in the prompt (observation ui_text/both)")
+        if self.target == "element" and self.observation == "screenshot" and not self.set_of_mark:
+            raise ValueError("target='element' needs the UI tree in the prompt (observation ui_text/xml/both) "
+                             "or its marks on the screenshot (set_of_mark=True)")
         if self.history_mode not in HISTORY_MODES:
             raise ValueError(f"unknown history_mode {self.history_mode!r}; known: {HISTORY_MODES}")
         if self.history_turns < 0:
@@ -157,22 +164,55 @@ def ui_text(obs: Observation, cfg: PromptConfig) -> str:
     return "\n".join(lines)
 
 
+def xml_elements(obs: Observation, cfg: PromptConfig) -> list[UIElement]:
+    """The elements the `xml` observation lists, in document order: on screen (inside the screen and, with a
+    UI XML dump, inside their parent), not redundant (envs/xml.py), at most max_ui_lines."""
+    if obs.ui_xml:
+        kept = onscreen_indices(obs.ui_xml, obs.screen_size)
+        shown = [e for e in obs.ui_elements if e.index in kept]
+    else:  # elements without a tree (e.g. AndroidControl): the screen check only
+        shown = [e for e in obs.ui_elements if on_screen(e.bounds, obs.screen_size)]
+    return [e for e in shown if element_line(e) is not None][: cfg.max_ui_lines]
+
+
+def xml_text(obs: Observation, cfg: PromptConfig) -> str:
+    """One line per listed element: `[index] Class;action;flags;text;[x1,y1][x2,y2]` (MobileRL App. D)."""
+    return "\n".join(f"[{e.index}] {element_line(e)}" for e in xml_elements(obs, cfg))
+
+
+def listed_elements(obs: Observation, cfg: PromptConfig) -> list[UIElement]:
+    """The elements the prompt can name by index: those of the xml text in `xml` mode, else `shown_elements`."""
+    return xml_elements(obs, cfg) if cfg.observation == "xml" else shown_elements(obs, cfg)
+
+
+def prompt_screenshot(obs: Observation, cfg: PromptConfig, history: bool = False) -> np.ndarray:
+    """The screenshot as the prompt carries it: with the Set-of-Mark marks when configured, resized."""
+    shot = obs.screenshot
+    if cfg.set_of_mark:
+        shot = mark_screenshot(shot, listed_elements(obs, cfg), obs.screen_size)
+    return model_image(shot, cfg, history)
+
+
 def system_text(cfg: PromptConfig) -> str:
     target = {"element": "point actions name the UI element index: \"element\": k",
               "text": "point actions name the UI element by its label: \"text\": words of the label",
               "coordinate": "coordinates are pixels of the screenshot"}[cfg.target]
     return (f"You operate an Android phone to complete the user's goal. Reply in the {cfg.dialect} "
             f"format with one action per turn; {target}. Actions: click, long_press, swipe, type, "
-            "system_button, open, wait, answer, terminate.")
+            "system_button, open, wait, answer, terminate."
+            + (" Numbered boxes on the screenshot mark the UI elements." if cfg.set_of_mark else ""))
 
 
-def _observation_content(obs: Observation, cfg: PromptConfig, images: list, history: bool = False) -> list[dict]:
+def observation_content(obs: Observation, cfg: PromptConfig, images: list, history: bool = False) -> list[dict]:
+    """The content items of one observation (an image placeholder and/or the UI text); appends its image."""
     content = []
     if cfg.observation in ("screenshot", "both"):
-        images.append(model_image(obs.screenshot, cfg, history))
+        images.append(prompt_screenshot(obs, cfg, history))
         content.append({"type": "image"})
     if cfg.observation in ("ui_text", "both"):
         content.append({"type": "text", "text": "\nUI:\n" + ui_text(obs, cfg)})
+    if cfg.observation == "xml":
+        content.append({"type": "text", "text": "\nUI:\n" + xml_text(obs, cfg)})
     return content
 
 
@@ -225,11 +265,11 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
         if obs is not None or first:
             content = [{"type": "text", "text": intro}] if first else []
             if obs is not None:
-                content += _observation_content(obs, cfg, images, history=True)
+                content += observation_content(obs, cfg, images, history=True)
             messages.append({"role": "user", "content": content})
         messages.append({"role": "assistant", "content": model_text(response)})
         first = False
-    content = ([{"type": "text", "text": intro}] if first else []) + _observation_content(current, cfg, images)
+    content = ([{"type": "text", "text": intro}] if first else []) + observation_content(current, cfg, images)
     if cfg.goal_last:
         content.append({"type": "text", "text": f"\nGoal: {goal}"})
     messages.append({"role": "user", "content": content})

@@ -97,7 +97,8 @@ MODEL = Block("model", [
 
 PROMPT = Block("prompt", [
     F("dialect", "ui_s1", f"action dialect of responses: {' | '.join(DIALECTS)}", choice(DIALECTS)),
-    F("observation", "screenshot", f"what the prompt shows of the screen: {' | '.join(OBSERVATION_MODES)}",
+    F("observation", "screenshot", "what the prompt shows of the screen: screenshot | ui_text (one line per "
+      "element) | xml (MobileRL's simplified UI XML, off-screen elements dropped) | both (screenshot + ui_text)",
       choice(OBSERVATION_MODES)),
     F("target", "coordinate", "how point actions are given: coordinate | element (index) | text (label words)",
       choice(TARGETS)),
@@ -114,6 +115,8 @@ PROMPT = Block("prompt", [
     F("ui_text_skip_unlabeled", False, "UI text leaves out elements with no text or description", boolean()),
     F("ui_text_index_last", False, "UI text writes each element index after its label", boolean()),
     F("max_ui_lines", 40, "most UI elements listed", integer(1)),
+    F("set_of_mark", False, "screenshots carry each listed UI element's box and index (Set-of-Mark, UI-Genie)",
+      boolean()),
     F("system_prompt", True, "include the system prompt", boolean()),
     F("goal_last", False, "goal after the observation instead of before", boolean()),
 ])
