@@ -1,5 +1,5 @@
 """AndroidControl evaluation (AC-High / AC-Low) on a fixture in the published TFRecord schema reproduces
-hand-computed TM / GR / SR; the job reads a split file and refuses to score without weights."""
+hand-computed TM / GR / SR and SOP (PG, TSR, Score, stopping at the first mismatch); the job reads a split file and refuses to score without weights."""
 import json
 
 import numpy as np
@@ -79,6 +79,43 @@ def test_ac_high_and_low_reproduce_hand_computed_metrics(tmp_path):
     assert all(f"instr {i}" in p for p, i in zip(prompts[5:], ["11-0", "11-1", "11-2", "12-0", "12-1"]))
     assert "Say hello" in prompts[0] and "Say hello" not in prompts[6]
     assert "| AC-High | 0.800 | 0.500 | 0.600 [" in format_table(res)
+
+
+class StepPolicy:
+    """Answers by (goal, step): the step is the number of earlier responses in the prompt (SOP shows the
+    policy's own history); records the (goal, step) pairs asked and the history each prompt carried."""
+
+    def __init__(self, responses):
+        self.responses, self.asked = responses, []
+
+    def generate(self, prompts, *, temperature, seed, max_new_tokens=None):
+        out = []
+        for msgs, _ in prompts:
+            goal = msgs[1]["content"][0]["text"].split("\n")[0].removeprefix("Goal: ")
+            history = [m["content"] for m in msgs if m["role"] == "assistant"]
+            self.asked.append((goal, len(history), history))
+            out.append(Generation(text=self.responses[goal, len(history)], prompt_ids=np.zeros(2, np.int32),
+                                  response_ids=np.zeros(1, np.int32), logprobs=np.zeros(1, np.float32)))
+        return out
+
+
+def test_sop_on_androidcontrol_stops_at_the_first_mismatch(tmp_path):
+    path = _fixture(tmp_path)
+    acfg = load_config("configs/androidcontrol_eval.py").androidcontrol
+    acfg.paths, acfg.split_file = (str(path),), str(tmp_path / "splits.json")
+    a, b = load_episodes(acfg)
+    pcfg = PromptConfig(dialect="ui_s1", observation="screenshot", target="coordinate", history_turns=2)
+    good = {(ep.goal, t): expert_response(act, ep.observations[t], pcfg)
+            for ep in (a, b) for t, act in enumerate(ep.actions)}
+    # A: step 0 right, step 1 types the wrong text (A's step 2 is never asked); B: both steps right
+    policy = StepPolicy({**good, (a.goal, 1): expert_response(Action("type", text="bye"), a.observations[1], pcfg)})
+    res = evaluate_androidcontrol(policy, [a, b], pcfg, levels=(), sop=True)
+    # s/t: A 1/3, B 2/2 -> PG = (1/3 + 1)/2, TSR = 1/2, Score = (PG + TSR)/2
+    assert res["SOP"] == {"PG": pytest.approx(2 / 3), "TSR": 0.5, "Score": pytest.approx(7 / 12), "episodes": 2.0}
+    assert sorted((g, t) for g, t, _ in policy.asked) == sorted([(a.goal, 0), (a.goal, 1), (b.goal, 0), (b.goal, 1)])
+    b1 = next(h for g, t, h in policy.asked if (g, t) == (b.goal, 1))
+    assert b1 == [good[b.goal, 0]]  # the policy's own earlier response is the history
+    assert "SOP: PG 0.667, TSR 0.500, Score 0.583" in format_table(res)
 
 
 def test_job_refuses_to_score_without_weights(tmp_path):
