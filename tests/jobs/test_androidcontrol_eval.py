@@ -1,5 +1,6 @@
 """AndroidControl evaluation (AC-High / AC-Low) on a fixture in the published TFRecord schema reproduces
-hand-computed TM / GR / SR and SOP (PG, TSR, Score, stopping at the first mismatch); the job reads a split file and refuses to score without weights."""
+hand-computed TM / GR / SR and SOP (PG, TSR, Score; an episode stops at its first mismatch); the job reads
+a split file and refuses to score without weights."""
 import json
 
 import numpy as np
