@@ -5,6 +5,7 @@ The data and model fields are the quickstart's, so its checkpoints fit; eval.unt
 the untrained model instead (no checkpoint).
 """
 
+from gui_jax.train.online.config import env_block
 from gui_jax.train.config_blocks import sibling_recipe
 
 
@@ -13,4 +14,5 @@ def get_config():
     c.job = "evaluate"
     c.eval.checkpoint_dir = ""   # a stage's checkpoints folder, e.g. runs/quickstart/rl/checkpoints
     c.eval.untrained = False     # True: score the untrained model (no checkpoint needed)
+    c.env = env_block()  # where online episodes run: --config.env.backend=android|androidworld|... (docs/devices.md)
     return c

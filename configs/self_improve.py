@@ -11,6 +11,7 @@ Re-run the same command to resume: finished rounds are not redone.
 
 import ml_collections
 
+from gui_jax.train.online.config import env_block
 from gui_jax.train.config_blocks import sft_block, sibling_recipe
 
 
@@ -40,4 +41,5 @@ def get_config():
         "sft": si_sft,
         "progress": True,
     })
+    c.env = env_block()  # where online episodes run: --config.env.backend=android|androidworld|... (docs/devices.md)
     return c

@@ -11,6 +11,7 @@ the first `data.num_test_episodes` test tasks of the split.
 
 import ml_collections
 
+from gui_jax.train.online.config import env_block
 from gui_jax.train.config_blocks import sibling_recipe
 
 
@@ -30,4 +31,5 @@ def get_config():
         "greedy_baseline": True,         # also the plain greedy policy (no verifier) on the same tasks
         "progress": True,
     })
+    c.env = env_block()  # where online episodes run: --config.env.backend=android|androidworld|... (docs/devices.md)
     return c

@@ -17,7 +17,8 @@ TIMING_KEYS = ("eval_seconds", "seconds_sop", "seconds_steps", "seconds_online")
 
 
 def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
-    """`agent` is anything with a `.policy`; `config` supplies `eval` and `data.resolution`.
+    """`agent` is anything with a `.policy`; `config` supplies `eval` and `data.resolution` (and `env`, when it has
+    one: online episodes then run on `env.backend`; SOP and step metrics stay on `test_eps`).
 
     Besides the rates, the result keeps the per-task greedy online outcomes (`online_success`,
     0/1 in task order, with `online_task_ids`) so stages can be compared pairwise, and the counts
@@ -33,7 +34,8 @@ def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
         out.update(evaluate_steps(policy, test_eps, pcfg, seed=seed))
         out["step_count"] = out.pop("steps")
     t2 = time.time()
-    kw = dict(resolution=tuple(config.data.resolution), max_steps=ecfg.max_steps, seed=seed)
+    kw = dict(resolution=tuple(config.data.resolution), max_steps=ecfg.max_steps, seed=seed,
+              env_cfg=config.get("env"))
     greedy = run_online_episodes(policy, test_tasks, pcfg, trials=1, temperature=0.0, **kw)
     online = online_metrics(greedy)
     if ecfg.online_trials > 1:  # pass@k from sampled trials; SR stays the greedy trial

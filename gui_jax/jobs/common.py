@@ -348,6 +348,30 @@ def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
     return selected["train"], selected["test"], episodes["train"], episodes["test"]
 
 
+def backend_or_split_tasks(config, split_tasks: Sequence, seeds: Optional[Sequence[int]] = None) -> list:
+    """The episode tasks of a job that runs them on `config.env.backend`: the backend's own list (env.tasks ×
+    `seeds`, default env.seeds; android, androidworld, miniwob, or phonesim/remote with env.tasks), else the
+    split's `split_tasks` (no env block, or phonesim / remote without env.tasks)."""
+    from gui_jax.envs.factory import backend_tasks
+    env = config.get("env")
+    own = backend_tasks(env, seeds) if env is not None else None
+    return list(split_tasks) if own is None else own
+
+
+def backend_name(config) -> str:
+    """What the job's episodes run on, for results: 'PhoneSim' or the env backend's name."""
+    env = config.get("env")
+    backend = env.get("backend", "phonesim") if env is not None else "phonesim"
+    return "PhoneSim" if backend == "phonesim" else backend
+
+
+def check_reachable(config) -> None:
+    """Before any work: the env block's devices / servers answer (one-line RunError naming the field)."""
+    from gui_jax.envs.factory import check_reachable as reachable
+    if config.get("env") is not None:
+        reachable(config.env)
+
+
 # ------------------------------------------------------------------------------------------ stage checkpoints
 
 def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"):

@@ -1,6 +1,10 @@
 """Evaluation job: SOP, step metrics and online success of a trained agent on a held-out split.
 
     python -m gui_jax.main --config configs/evaluate.py --config.eval.checkpoint_dir=runs/quickstart/rl/checkpoints
+    ... --config.env.backend=androidworld --config.env.server_urls='("http://127.0.0.1:5000",)'  # online on it
+SOP and step metrics score the split's held-out expert episodes; the online episodes run on `config.env`
+(gui_jax/envs/factory.py; phonesim: the split's held-out tasks at data.resolution; a backend with its own task
+list: env.tasks × env.seeds).
 Weights: the latest Orbax checkpoint in `eval.checkpoint_dir` (a training stage's checkpoints
 folder), else `model.checkpoint` (a Hugging Face directory). Without either the job refuses to run
 unless `eval.untrained=True` says to score the untrained model. It prints what it loaded.
@@ -29,7 +33,9 @@ def run(config, workdir: str) -> None:
     if not ckpt_dir and not hf_dir and not config.eval.get("untrained", False):
         raise RunError("evaluate needs trained weights: set eval.checkpoint_dir (e.g. runs/quickstart/rl/checkpoints) "
                        "or model.checkpoint, or eval.untrained=True to score the untrained model")
+    common.check_reachable(config)  # an offline device or server stops here, in one line
     _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
+    online_tasks = common.backend_or_split_tasks(config, test_tasks)
     agent = Agent(config, seed=config.seed)
     if ckpt_dir:
         params, step = common.load_stage_params(ckpt_dir)
@@ -44,7 +50,7 @@ def run(config, workdir: str) -> None:
         source = {"kind": "untrained", "path": None, "step": None, "preset": config.model.preset}
         print(f"evaluating the UNTRAINED model (eval.untrained=True; preset {config.model.preset}, seed {config.seed})")
     pcfg = PromptConfig(**config.prompt.to_dict())
-    result = evaluate_agent(agent, test_eps, test_tasks, pcfg, config)
+    result = evaluate_agent(agent, test_eps, online_tasks, pcfg, config)
     with open(os.path.join(workdir, "eval.json"), "w") as f:
-        json.dump({**result, "weights": source}, f, indent=1)
+        json.dump({**result, "weights": source, "online_env": common.backend_name(config)}, f, indent=1)
     print(format_table({"evaluated": result}))

@@ -13,6 +13,9 @@ Round r = 0 … R (`self_improve.rounds`):
      the best successful trajectory of each task is kept;
   3. (r < R) SFT (train/sft.py, `self_improve.sft`) of the policy on the expert episodes + every trajectory
      synthesised so far → the policy of round r + 1.
+Episodes (evaluation and search) run on `config.env` (gui_jax/envs/factory.py): PhoneSim by default (the split's
+held-out tasks; templates for the search), else env.backend's tasks: env.tasks × env.eval_seeds held out, env.tasks ×
+the round's slice of synth_seed_range searched (beam search replays from a reset, so the backend must be replayable).
 Round 0's policy: `self_improve.policy_checkpoint_dir`, else the configured model after `sft` on the expert
 episodes (init_sft/; `sft.num_steps` = 0 keeps it untrained).
 Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis (round_<r>/synth/) and SFT
@@ -32,8 +35,9 @@ from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.jobs import common
-from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, load_policy,
-                                       load_reward_model, policy_proposer, rm_step_scorer, sim_factory)
+from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, episode_env_factory,
+                                       held_out_tasks, load_policy, load_reward_model, policy_proposer,
+                                       rm_step_scorer)
 from gui_jax.rewards.search import beam_search
 
 SYNTH_KEY = "synth.json"
@@ -71,6 +75,11 @@ def check_self_improve_config(config) -> None:
         if t not in known:
             from gui_jax.config_check import unknown
             _fail("self_improve.templates", tuple(si.templates), unknown(f"template {t!r}", t, known))
+    env = config.get("env")
+    if env is not None and env.get("backend", "phonesim") not in ("phonesim", "remote") \
+            and set(env.get("eval_seeds", ())) & set(range(*rng)):
+        _fail("self_improve.synth_seed_range", tuple(rng), f"overlaps env.eval_seeds {tuple(env.eval_seeds)} (the "
+              f"held-out {env.backend} tasks); synthesis must use unseen-by-evaluation seeds")
     check_search_fields(config, "self_improve")
     check_rm_source(config, "self_improve")
 
@@ -78,11 +87,16 @@ def check_self_improve_config(config) -> None:
 # ------------------------------------------------------------------------------------------ tasks and episodes
 def synth_tasks(config, r: int) -> list:
     """Round r's search tasks: the r-th disjoint seed slice of synth_seed_range, the configured templates
-    (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates."""
+    (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates;
+    a backend with its own task list: the first tasks_per_round of env.tasks × that slice."""
+    from gui_jax.envs.factory import backend_tasks
     from gui_jax.tasks.registry import list_templates, make_tasks
     si, d = config.self_improve, config.data
     s0, s1 = si.synth_seed_range
     span = (s1 - s0) // max(si.rounds, 1)
+    own = backend_tasks(config.env, range(s0 + r * span, s0 + (r + 1) * span)) if config.get("env") else None
+    if own is not None:
+        return own[:si.tasks_per_round]
     templates = tuple(si.templates) or tuple(d.templates) or tuple(list_templates())
     limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
     dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),
@@ -118,10 +132,12 @@ def target_bbox(action, obs):
 def partial_episode(task, partial) -> Episode:
     """A successful beam-search trajectory as an SFT episode (observations before each action + the last)."""
     observations = [_materialize(o) for o, _ in partial.history] + [_materialize(partial.obs)]
+    seed = getattr(task, "seed", getattr(task, "task_idx", None))  # PhoneSim's seed; AndroidWorld's task_idx
     return Episode(episode_id=f"{task.task_id}@beam", goal=task.goal, observations=observations,
-                   actions=list(partial.actions), app=task.app, template=task.template, difficulty=task.difficulty,
+                   actions=list(partial.actions), app=getattr(task, "app", ""), template=task.template,
+                   difficulty=getattr(task, "difficulty", None) or "",
                    target_bboxes=[target_bbox(a, o) for a, o in zip(partial.actions, observations)],
-                   info={"seed": task.seed, "source": "reward_guided_beam_search", "score": float(partial.score),
+                   info={"seed": seed, "source": "reward_guided_beam_search", "score": float(partial.score),
                          "success": True, "coords": "screen"})
 
 
@@ -200,7 +216,7 @@ def format_rounds(rows: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(workdir: str, rounds: int, extra: dict) -> dict:
+def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim") -> dict:
     evals = {r: _read(os.path.join(workdir, f"round_{r}", "eval.json")) for r in range(rounds + 1)}
     rows = {}
     for r in range(rounds + 1):
@@ -212,7 +228,7 @@ def write_results(workdir: str, rounds: int, extra: dict) -> dict:
         json.dump(out, f, indent=1)
     table = format_rounds(rows)
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out PhoneSim tasks\n\n{table}\n\n"
+        f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out {where} tasks\n\n{table}\n\n"
                 "online SR: greedy; [lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired with "
                 "round 0 on the same tasks\n" + common.overlap_lines(out))
     print(table)
@@ -234,7 +250,10 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     si, R = config.self_improve, int(config.self_improve.rounds)
     progress = bool(si.get("progress", True))
+    common.check_reachable(config)  # an offline device or server stops here, in one line
     _, test_tasks, train_eps, _ = common.prepare(config, workdir, sides=("train",))
+    env = config.get("env")
+    test_tasks = held_out_tasks(config, test_tasks, env.eval_seeds if env is not None else None)
     rdir = [os.path.join(workdir, f"round_{r}") for r in range(R + 1)]
 
     def complete(r):
@@ -260,7 +279,7 @@ def run(config, workdir: str) -> None:
         rm, _ = load_reward_model(config, "self_improve")
         propose = policy_proposer(agent.policy, pcfg, temperature=si.temperature, render=render)
         score_many = rm_step_scorer(rm, pcfg, rcfg)
-        make_env = sim_factory(config.data.resolution, si.max_steps, render)
+        make_env = episode_env_factory(config, si.max_steps, render)
         synth_all = [ep for r in range(start) for ep in load_synth(os.path.join(rdir[r], "synth"))[0]]
         for r in range(start, R + 1):
             os.makedirs(rdir[r], exist_ok=True)
@@ -268,7 +287,7 @@ def run(config, workdir: str) -> None:
             if not os.path.exists(ev_path):
                 recs = run_online_episodes(agent.policy, test_tasks, pcfg, trials=1, temperature=0.0,
                                            resolution=tuple(config.data.resolution), max_steps=si.max_steps,
-                                           seed=int(config.seed), progress=progress)
+                                           seed=int(config.seed), progress=progress, env_cfg=env)
                 with open(ev_path, "w") as f:
                     json.dump({"task_ids": [x["task_id"] for x in recs],
                                "success": [int(x["success"]) for x in recs],
@@ -293,4 +312,4 @@ def run(config, workdir: str) -> None:
                       logger=logger, prefix=f"round_{r}_sft")
         logger.close()
         extra["profile"]["seconds_this_run"] = round(time.time() - t0, 1)
-    write_results(workdir, R, extra)
+    write_results(workdir, R, extra, where=common.backend_name(config))

@@ -1,9 +1,12 @@
-"""Job: the best-of-n verifier at test time (GUI-Shepherd Alg. 2, docs/algorithms.md §9) on held-out PhoneSim
-tasks, its success rate against n.
+"""Job: the best-of-n verifier at test time (GUI-Shepherd Alg. 2, docs/algorithms.md §9) on held-out tasks, its
+success rate against n.
 
     python -m gui_jax.main --config configs/verifier_eval.py \
         --config.verifier.policy_checkpoint_dir=runs/quickstart/rl/checkpoints \
         --config.verifier.rm_checkpoint_dir=runs/reward_model/rm/checkpoints
+    ... --config.env.backend=androidworld --config.env.server_urls='("http://127.0.0.1:5000",)'
+Episodes run on `config.env` (gui_jax/envs/factory.py): PhoneSim (the split's held-out tasks at data.resolution)
+by default, else env.backend's tasks (env.tasks × env.seeds), one env at a time.
 
 At every step the policy samples n candidate actions at `verifier.temperature` and the reward model's step
 score P(+) picks one (first on ties); the env's own success check ends the episode. Every n runs on the same
@@ -24,7 +27,7 @@ import os
 import time
 from typing import Callable, Optional, Sequence
 
-from gui_jax.core.progress import progress
+from gui_jax.core.progress import progress as progress_bar
 
 from gui_jax.config_check import ConfigError, RunError
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
@@ -187,12 +190,36 @@ def sim_factory(resolution, max_steps: int, render: bool) -> Callable:
     return lambda: PhoneSim(render=render, resolution=tuple(resolution), max_steps=max_steps, tree=True)
 
 
+def episode_env_factory(config, max_steps: int, render: bool) -> Callable:
+    """() -> a new env for one episode (the verifier and beam search rebuild and replay it): PhoneSim at
+    data.resolution for env.backend = phonesim (or no env block), else env.backend's env of slot 0
+    (gui_jax/envs/factory.py)."""
+    from gui_jax.envs.factory import backend_of, make_env_factory
+    env = config.get("env")
+    if env is None or backend_of(env) == "phonesim":
+        return sim_factory(config.data.resolution, max_steps, render)
+    make = make_env_factory(env, render=render, max_steps=max_steps)
+    return lambda: make(0)
+
+
+def held_out_tasks(config, test_tasks, seeds=None) -> list:
+    """The evaluated tasks: env.backend's own (env.tasks × `seeds`, default env.seeds), else the split's; a
+    RunError when none are left."""
+    tasks = common.backend_or_split_tasks(config, test_tasks, seeds)
+    if not tasks:
+        d = config.data
+        raise RunError(f"no held-out tasks left after filtering (data.templates={list(d.templates)}, "
+                       f"data.difficulties={list(d.difficulties)}, data.max_optimal_steps={d.max_optimal_steps}, "
+                       f"data.test_seed_range={tuple(d.test_seed_range)})")
+    return tasks
+
+
 # ------------------------------------------------------------------------------------------ the evaluation
 def verifier_outcomes(tasks: Sequence, make_env: Callable, propose: Callable, score_many: Callable,
                       ns: Sequence[int], *, max_steps: int, seed: int = 0, progress: bool = False) -> dict:
     """{n: [{"task_id", "success", "steps"}] in task order}; task i runs with seed `seed + i` for every n."""
     out = {int(n): [] for n in ns}
-    bar = progress(total=len(ns) * len(tasks), desc="verifier episodes", unit="ep", disable=not progress)
+    bar = progress_bar(total=len(ns) * len(tasks), desc="verifier episodes", unit="ep", disable=not progress)
     try:
         for n in ns:
             for i, task in enumerate(tasks):
@@ -252,14 +279,15 @@ def format_results(summary: dict, reference: int = 1) -> str:
     return "\n".join(lines)
 
 
-def write_results(summary: dict, workdir: str, extra: Optional[dict] = None, title: str = "") -> dict:
+def write_results(summary: dict, workdir: str, extra: Optional[dict] = None, title: str = "",
+                  where: str = "PhoneSim") -> dict:
     out = {**summary, **(extra or {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     table = format_results(summary)
     n_tasks = len(summary["task_ids"])
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(f"# {title or 'Best-of-n verifier'} on {n_tasks} held-out PhoneSim tasks\n\n{table}\n\n"
+        f.write(f"# {title or 'Best-of-n verifier'} on {n_tasks} held-out {where} tasks\n\n{table}\n\n"
                 f"[lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired on the same tasks\n"
                 + common.overlap_lines(out))
     print(table)
@@ -271,12 +299,9 @@ def run(config, workdir: str) -> None:
     check_verifier_config(config)
     os.makedirs(workdir, exist_ok=True)
     v = config.verifier
+    common.check_reachable(config)  # an offline device or server stops here, in one line
     _, test_tasks, _, _ = common.prepare(config, workdir, sides=())
-    if not test_tasks:
-        d = config.data
-        raise RunError(f"no held-out tasks left after filtering (data.templates={list(d.templates)}, "
-                       f"data.difficulties={list(d.difficulties)}, data.max_optimal_steps={d.max_optimal_steps}, "
-                       f"data.test_seed_range={tuple(d.test_seed_range)})")
+    test_tasks = held_out_tasks(config, test_tasks)
     policy, policy_source = load_policy(config, v.policy_checkpoint_dir, "verifier.policy_checkpoint_dir")
     rm, rm_source = load_reward_model(config, "verifier")
     overlaps = common.checkpoint_overlaps(test_tasks, policy=v.policy_checkpoint_dir,
@@ -286,7 +311,7 @@ def run(config, workdir: str) -> None:
     print(f"verifier: policy {policy_source}, reward model {rm_source}; n in {tuple(v.ns)} on "
           f"{len(test_tasks)} held-out tasks")
     t0 = time.time()
-    outcomes = verifier_outcomes(test_tasks, sim_factory(config.data.resolution, v.max_steps, render),
+    outcomes = verifier_outcomes(test_tasks, episode_env_factory(config, v.max_steps, render),
                                  policy_proposer(policy.policy, pcfg, temperature=v.temperature, render=render),
                                  rm_step_scorer(rm, pcfg, rcfg), tuple(v.ns), max_steps=v.max_steps,
                                  seed=int(v.seed), progress=bool(v.get("progress", True)))
@@ -295,11 +320,11 @@ def run(config, workdir: str) -> None:
         from gui_jax.eval.online_success import run_online_episodes
         recs = run_online_episodes(policy.policy, test_tasks, pcfg, trials=1, temperature=0.0,
                                    resolution=tuple(config.data.resolution), max_steps=v.max_steps,
-                                   seed=int(config.seed))
+                                   seed=int(config.seed), env_cfg=config.get("env"))
         summary["greedy"] = baseline_row([int(r["success"]) for r in recs], summary["by_n"]["1"]["success"],
                                          [int(r["steps"]) for r in recs])
     write_results(summary, workdir,
                   extra={"policy": policy_source, "reward_model": rm_source, **overlaps,
                          "temperature": float(v.temperature),
                          "max_steps": int(v.max_steps), "seed": int(v.seed),
-                         "profile": {"seconds": round(time.time() - t0, 1)}})
+                         "profile": {"seconds": round(time.time() - t0, 1)}}, where=common.backend_name(config))

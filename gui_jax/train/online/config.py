@@ -103,10 +103,10 @@ ENV = Block("env", [
     F("tasks", (), "tasks of a backend with its own list: miniwob pages, androidworld task types (() = the "
       "server's list), android goals ('App|goal' launches App first); phonesim/remote: templates (() = the split)",
       strings()),
-    F("seeds", (0,), "miniwob / androidworld / android: instance seeds (androidworld: task_idx) of the training "
-      "tasks; env_eval: of the evaluated tasks", int_tuple(0)),
-    F("eval_seeds", (1,), "miniwob / androidworld / android: instance seeds of online_rl's held-out tasks",
-      int_tuple(0)),
+    F("seeds", (0,), "miniwob / androidworld / android: instance seeds (androidworld: task_idx) of online_rl's "
+      "training tasks; env_eval, evaluate, verifier_eval: of the evaluated tasks", int_tuple(0)),
+    F("eval_seeds", (1,), "miniwob / androidworld / android: instance seeds of online_rl's and self_improve's "
+      "held-out tasks", int_tuple(0)),
     F("connect_timeout_s", 10.0, "bound on reaching a device (uiautomator2 connect) or an env server (TCP connect)",
       number(0.0, lo_open=True)),
     F("settle_s", 0.5, "android: seconds to let the screen settle after an action", number(0.0)),
