@@ -68,3 +68,10 @@ def androidlab_report(rows: Sequence[Mapping]) -> dict:
                                       [r["expert_steps"] for r in known], [int(r["steps"]) for r in known],
                                       [0] * len(known))["RRR"] if known else float("nan")
     return {**m, "episodes": len(rows), "expert_step_episodes": len(known), "subgoal_episodes": len(with_sg)}
+
+
+def records_report(records) -> dict:
+    """`androidlab_report` over a rollout engine's completed `TrajectoryRecord`s (env failures are not episodes
+    of the policy)."""
+    return androidlab_report([{"success": bool(r.success), "steps": len(r.steps), **trajectory_fields(r)}
+                              for r in records if r.status == "completed"])

@@ -62,6 +62,10 @@ def split_timings(result: dict) -> tuple[dict, dict]:
 _RATE_COUNTS = {"SOP_TSR": "SOP_episodes", "SR": "step_count", "online_SR": "online_success"}
 
 
+def _nan(v) -> bool:
+    return isinstance(v, float) and v != v
+
+
 def rate_interval(result: Mapping, column: str) -> Optional[tuple[int, int, float, float]]:
     """(successes, n, lo, hi) of a rate column with its Wilson 95 % interval, or None if the
     result does not carry the count behind that rate."""
@@ -90,13 +94,15 @@ def paired_test(before: Mapping, after: Mapping, *, method: str = "mcnemar", see
     raise ValueError(f"unknown paired test {method!r}; known: mcnemar, bootstrap")
 
 
-def format_table(results: dict, columns=("SOP_PG", "SOP_TSR", "SOP_Score", "TM", "GR", "SR", "online_SR"),
+def format_table(results: dict, columns=("SOP_PG", "SOP_TSR", "SOP_Score", "TM", "GR", "SR", "online_SR",
+                                        "online_SubSR", "online_RRR", "online_ROR"),
                  *, compare_to: Optional[Mapping[str, str]] = None, method: str = "mcnemar") -> str:
     """Markdown table, one row per stage (in dict order). Rates with a known count print as
     `0.512 [0.443, 0.580]` (Wilson 95 %). The last column is the paired p-value of online success
     against `compare_to[stage]` (default: the previous stage), with the SR difference."""
     stages = [(s, r) for s, r in results.items() if isinstance(r, Mapping)]
-    cols = [c for c in columns if any(c in r for _, r in stages)]
+    # a column is shown when some stage has a value for it (AndroidLab's SubSR only where tasks carry sub-goals)
+    cols = [c for c in columns if any(c in r and not _nan(r[c]) for _, r in stages)]
     paired = any("online_success" in r for _, r in stages) and len(stages) > 1
     head = cols + (["Δ online_SR (p, paired)"] if paired else [])
     lines = ["| stage | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]

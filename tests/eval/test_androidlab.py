@@ -88,3 +88,22 @@ def test_online_eval_reports_androidlab_metrics():
     m = online_metrics(recs)
     assert (m["SR"], m["RRR"], m["ROR"]) == (0.5, 3 / 4, 3 / 9)
     assert math.isnan(m["SubSR"]) and m["subgoal_episodes"] == 0  # PhoneSim tasks carry no sub-goals
+
+
+def test_results_table_shows_androidlab_columns_that_have_values():
+    from gui_jax.eval.suite import format_table
+    recs = run_online_episodes(DetourPolicy(detour=1), TASKS, PCFG, max_steps=5)
+    result = {f"online_{k}": v for k, v in online_metrics(recs).items()}
+    head, _, row = format_table({"evaluated": result}).splitlines()
+    assert head == "| stage | online_SR | online_RRR | online_ROR |"  # no SubSR: no task carries sub-goals
+    assert row == "| evaluated | 1.000 | 0.750 | 0.750 |"
+
+
+def test_records_report_counts_completed_episodes_only():
+    from gui_jax.eval.androidlab import records_report
+    start, wasted, opened = _screens()
+    step = SimpleNamespace(observation=start, action=Action("open", text="Music"), info={})
+    done = SimpleNamespace(task=TASK, steps=[step], final_observation=opened, success=True, status="completed")
+    lost = SimpleNamespace(task=TASK, steps=[step], final_observation=None, success=False, status="env_failure")
+    r = records_report([done, lost])
+    assert (r["episodes"], r["SR"], r["ROR"], r["RRR"]) == (1, 1.0, 1.0, 3.0)
