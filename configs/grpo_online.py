@@ -17,6 +17,7 @@ Wilson 95 % intervals, McNemar vs the SFT start, and the rollout report.
 """
 import ml_collections
 
+from gui_jax.config_check import SAVE_TRAJECTORIES
 from gui_jax.train.config_blocks import sft_block, sibling_recipe
 from gui_jax.train.online.config import env_block, online_block
 
@@ -69,4 +70,5 @@ def get_config(algorithm: str = "grpo"):
     c.env.resolution = (112, 252)
     c.env.health_interval_s = 0.0
     c.eval = ml_collections.ConfigDict({"max_steps": 6})
+    c.eval.save_trajectories = SAVE_TRAJECTORIES  # held-out episodes kept for python -m gui_jax.view
     return c

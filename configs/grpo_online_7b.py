@@ -14,6 +14,7 @@ v5p-64 (experiments/results/aot_roofline.md). Checked ahead of time by `python -
 """
 import ml_collections
 
+from gui_jax.config_check import SAVE_TRAJECTORIES
 from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, sft_block, sibling_recipe
 from gui_jax.train.online.config import env_block, online_block
 
@@ -86,4 +87,5 @@ def get_config(arg: str = "grpo"):
     c.env.n_standby = 8
     c.env.resolution = (1092, 2436)
     c.eval = ml_collections.ConfigDict({"max_steps": 15})
+    c.eval.save_trajectories = SAVE_TRAJECTORIES  # held-out episodes kept for python -m gui_jax.view
     return with_layout(c, layout)

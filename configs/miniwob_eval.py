@@ -9,6 +9,8 @@ Any other backend of the `env` block's table, e.g. a device (docs/devices.md):
 """
 import ml_collections
 
+from gui_jax.config_check import SAVE_TRAJECTORIES
+
 from gui_jax.train.config_blocks import model_block, prompt_block
 from gui_jax.train.online.config import env_block
 
@@ -26,7 +28,8 @@ def get_config():
     c.prompt.history_turns = 0
     c.prompt.system_prompt = False
     c.eval = ml_collections.ConfigDict({"checkpoint_dir": "", "untrained": False, "temperature": 0.0,
-                                        "trials": 1, "max_steps": 10})
+                                        "trials": 1, "max_steps": 10,
+                                        "save_trajectories": SAVE_TRAJECTORIES})  # episodes kept for gui_jax.view
     c.env = env_block()               # the backend table: --config.env.backend=android|androidworld|... works too
     c.env.backend = "miniwob"
     c.env.tasks = tuple(t for t in ANDROIDWORLD_MINIWOB_TASKS if t != "drag-item")

@@ -182,6 +182,7 @@ DATA = {
     "num_test_episodes": integer("held-out episodes (SOP) = online evaluation tasks", 1),
     "resolution": resolution("screenshot (width, height) in pixels"),
 }
+SAVE_TRAJECTORIES = 50  # eval.save_trajectories where a recipe does not set it (gui_jax/jobs/trajectories.py)
 EVAL = {
     "step_metrics": boolean("step metrics (TM, GR, SR) with the expert history"),
     "online_trials": integer("online trials per task (> 1 adds pass@k)", 1),
@@ -189,6 +190,8 @@ EVAL = {
     "max_steps": integer("online episode step limit", 1),
     "checkpoint_dir": checkpoint_rule("a stage's checkpoints folder to evaluate, e.g. runs/quickstart/rl/checkpoints"),
     "untrained": boolean("evaluate without trained weights (random init or model.checkpoint as is)"),
+    "save_trajectories": integer(f"evaluated episodes saved under <workdir>/trajectories for python -m gui_jax.view "
+                                 f"(env_eval, online_rl; 0 = none; default {SAVE_TRAJECTORIES})", 0),
     "before_training": boolean("quickstart: evaluate the untrained model first (a table row of zeros for "
                                "the tiny default, ~3 min on 2 cores)"),
 }

@@ -8,7 +8,9 @@ and 95 % Wilson intervals (MiniWob++ pages, PhoneSim templates, an env-server fl
 Envs and tasks come from `config.env` (gui_jax/envs/factory.py, the backend table every episode job shares).
 Episodes run through the rollout engine (lock-step, greedy by default) over an `EnvPool` of
 `env.n_envs` envs (one per device for android), at most `eval.max_steps` steps each; env failures are retried and reported, never counted as policy failures.
-Writes env_eval.json (per task: n, successes, SR, CI; overall; the rollout report) and prints a table.
+Writes env_eval.json (per task: n, successes, SR, CI; overall; the rollout report), results.md (the table and the
+viewer command) and the first `eval.save_trajectories` episodes under trajectories/ (gui_jax/jobs/trajectories.py;
+`python -m gui_jax.view WORKDIR/trajectories --out report.html`), and prints the table.
 """
 from __future__ import annotations
 
@@ -89,6 +91,7 @@ def format_table(table: dict) -> str:
 def run(config, workdir: str) -> None:
     from gui_jax.envs.factory import check_reachable, pool_size
     from gui_jax.jobs.common import eval_agent, require_weights
+    from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
     ecfg = config.env
     require_weights(config, "env_eval")
     check_reachable(ecfg)  # an offline device or server stops here, in one line
@@ -96,9 +99,13 @@ def run(config, workdir: str) -> None:
     agent, pcfg = eval_agent(config)
     max_steps = int(config.eval.max_steps)
     make_env = env_factory(ecfg, max_steps, render=pcfg.observation in ("screenshot", "both"))
-    _, table, report = evaluate_on_envs(agent.policy, make_env, tasks, pcfg, num_envs=pool_size(ecfg)[0],
-                                        max_steps=max_steps, temperature=config.eval.temperature,
-                                        trials=config.eval.trials, seed=config.seed, env_cfg=ecfg)
+    records, table, report = evaluate_on_envs(agent.policy, make_env, tasks, pcfg, num_envs=pool_size(ecfg)[0],
+                                              max_steps=max_steps, temperature=config.eval.temperature,
+                                              trials=config.eval.trials, seed=config.seed, env_cfg=ecfg)
+    saved = save_records(records, os.path.join(workdir, FOLDER), saved_count(config))
     with open(os.path.join(workdir, "env_eval.json"), "w") as f:
-        json.dump({"per_task": table, "rollouts": report}, f, indent=1)
+        json.dump({"per_task": table, "rollouts": report, "trajectories_saved": saved}, f, indent=1)
+    with open(os.path.join(workdir, "results.md"), "w") as f:
+        f.write(f"# env_eval: {len(records)} episodes on env.backend = {ecfg.backend}\n\n{format_table(table)}\n\n"
+                f"SR over completed episodes; [lo, hi] = Wilson 95 % interval\n\n{report_line(workdir, saved)}")
     print(format_table(table))

@@ -14,7 +14,8 @@ completed episodes, the paired exact McNemar test on tasks completed in both, an
 report (completed / retried / env_failure). Resumable: finished stages are not redone.
 Reward models (online.reward = rm, online.step_reward = prm, online.critic_init = rm): the RM is loaded
 from online.rm_checkpoint_dir with the prompt settings of the config's `rm.model` block.
-Outputs: sft/, online/ (checkpoints + critic), results.json, results.md, metrics.jsonl.
+Outputs: sft/, online/ (checkpoints + critic), results.json, results.md, metrics.jsonl, and the first
+`eval.save_trajectories` held-out episodes of each evaluation under trajectories/<stage>/ (gui_jax.view).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import os
 
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
 from gui_jax.jobs.common import checkpoint_overlaps, load_stage_params, overlap_lines, prepare, set_agent_params
+from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
@@ -32,12 +34,13 @@ from gui_jax.train.sft import train_sft
 
 
 def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperature: float = 0.0,
-                         trials: int = 1) -> dict:
+                         trials: int = 1, save_to: str = "", reward_model=None) -> dict:
     """Held-out episodes through an env pool built from `config.env` (greedy by default; `trials`
     episodes per task at `temperature`): SR over completed episodes with a 95 % interval (Wilson for
     one trial per task; a bootstrap over tasks for several, whose trials are not independent),
     per-task outcomes for paired tests (0/1, or the success rate over the task's completed trials)
-    and the rollout report."""
+    and the rollout report. `save_to`: a folder for the first `eval.save_trajectories` episodes (the viewer's
+    trajectory folders; with the reward model's outcome score when `reward_model` is given)."""
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     if trials > 1 and temperature <= 0:
@@ -52,6 +55,11 @@ def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperatu
     with pool, RolloutEngine(agent.policy, pool, pcfg, rcfg) as engine:
         records = engine.run(tasks, trials=trials)
     rep = rollout_report(records)
+    saved = 0
+    if save_to:
+        kept = records[:saved_count(config)]
+        scores = reward_model.outcome_scores(kept).tolist() if reward_model is not None and kept else None
+        saved = save_records(kept, save_to, len(kept), rm_scores=scores)
     k, n = rep["successes"], rep["completed"]
     by_task: dict = {}
     for r in records:
@@ -64,7 +72,8 @@ def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperatu
         per_task = {t: sum(v) / len(v) for t, v in by_task.items()}
         lo, hi = bootstrap_mean_interval(list(per_task.values()), seed=seed)
     return {"online_SR": k / n if n else float("nan"), "online_SR_ci95": [lo, hi], "n": n,
-            "trials": trials, "temperature": temperature, "online_success": per_task, "rollout_report": rep}
+            "trials": trials, "temperature": temperature, "online_success": per_task, "rollout_report": rep,
+            "trajectories_saved": saved}
 
 
 def paired_p(before: dict, after: dict) -> float:
@@ -160,14 +169,17 @@ def run(config, workdir: str) -> None:
     starting_point(agent, config, workdir, train_eps, pcfg, logger)
     start_params = agent.copy_params()
     if "start" not in results:
-        results["start"] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed)
+        results["start"] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed,
+                                                save_to=os.path.join(workdir, FOLDER, "start"),
+                                                reward_model=reward_model)
         save()
     algo = config.online.algorithm
     summary = train_online(agent, train_tasks, pcfg, config.online, env_cfg=config.env,
                            workdir=os.path.join(workdir, "online"), logger=logger, prefix=algo,
                            ref_params=start_params, reward_model=reward_model)
     if algo not in results:
-        results[algo] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed)
+        results[algo] = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed,
+                                             save_to=os.path.join(workdir, FOLDER, algo), reward_model=reward_model)
         results[algo]["train_rollout_report"] = summary["rollout_report"]
         save()
     logger.close()
@@ -176,4 +188,6 @@ def run(config, workdir: str) -> None:
         f.write(table + f"\n\ngreedy online SR on {len(test_tasks)} held-out tasks; Wilson 95 % intervals over "
                         "completed episodes; p = exact McNemar on tasks completed in both\n")
         f.write(overlap_lines(results))
+        saved = sum(r.get("trajectories_saved", 0) for r in results.values() if isinstance(r, dict))
+        f.write("\n" + report_line(workdir, saved))
     print("\n" + table)

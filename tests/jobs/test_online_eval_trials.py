@@ -1,5 +1,6 @@
 """Held-out evaluation through the env pool with several sampled trials per task: per-task success
-rates, the episode-level SR, the interval by bootstrap over tasks, and the paired sign test."""
+rates, the episode-level SR, the interval by bootstrap over tasks, and the paired sign test; the first
+`eval.save_trajectories` episodes saved for the viewer, with the reward model's outcome score."""
 import types
 
 import ml_collections
@@ -79,3 +80,24 @@ def test_trials_give_per_task_rates_and_a_task_bootstrap_interval():
 def test_bad_trial_settings_are_refused(temperature, trials, match):
     with pytest.raises(ValueError, match=match):
         evaluate_online_pool(_agent([]), TASKS, PCFG, _config(), temperature=temperature, trials=trials)
+
+
+class OutcomeRM:
+    """Stands in for online_rl's reward model: P(+) = 0.9 for a success, 0.2 otherwise."""
+
+    def outcome_scores(self, records):
+        return np.array([0.9 if r.success else 0.2 for r in records])
+
+
+def test_online_rl_evaluation_saves_trajectories_with_the_rm_score(tmp_path):
+    from gui_jax.view import load_view
+    config = _config()
+    config.eval.save_trajectories = 2
+    res = evaluate_online_pool(_agent(TASKS[:1]), TASKS[:3], PCFG, config, save_to=str(tmp_path / "start"),
+                               reward_model=OutcomeRM())
+    assert res["trajectories_saved"] == 2 and res["online_success"] == {t.task_id: int(i == 0)
+                                                                         for i, t in enumerate(TASKS[:3])}
+    episodes, total = load_view(tmp_path)
+    assert total == 2 and [e.success for e in episodes] == [True, False] and [e.rm_score for e in episodes] == [0.9, 0.2]
+    assert episodes[1].steps[0].action == "terminate(status='failure')" and episodes[1].steps[0].reward == 0.0
+    assert episodes[0].steps[-1].reward == 1.0  # the solved episode's outcome reward on its last step
