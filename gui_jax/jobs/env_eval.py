@@ -91,6 +91,7 @@ def format_table(table: dict) -> str:
 def run(config, workdir: str) -> None:
     from gui_jax.envs.factory import check_reachable, pool_size
     from gui_jax.jobs.common import eval_agent, require_weights
+    from gui_jax.eval.androidlab import records_report
     from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
     ecfg = config.env
     require_weights(config, "env_eval")
@@ -104,7 +105,8 @@ def run(config, workdir: str) -> None:
                                               trials=config.eval.trials, seed=config.seed, env_cfg=ecfg)
     saved = save_records(records, os.path.join(workdir, FOLDER), saved_count(config))
     with open(os.path.join(workdir, "env_eval.json"), "w") as f:
-        json.dump({"per_task": table, "rollouts": report, "trajectories_saved": saved}, f, indent=1)
+        json.dump({"per_task": table, "rollouts": report, "androidlab": records_report(records),
+                   "trajectories_saved": saved}, f, indent=1)
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# env_eval: {len(records)} episodes on env.backend = {ecfg.backend}\n\n{format_table(table)}\n\n"
                 f"SR over completed episodes; [lo, hi] = Wilson 95 % interval\n\n{report_line(workdir, saved)}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 
+from gui_jax.eval.androidlab import records_report
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
 from gui_jax.jobs.common import checkpoint_overlaps, load_stage_params, overlap_lines, prepare, set_agent_params
 from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
@@ -73,7 +74,7 @@ def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperatu
         lo, hi = bootstrap_mean_interval(list(per_task.values()), seed=seed)
     return {"online_SR": k / n if n else float("nan"), "online_SR_ci95": [lo, hi], "n": n,
             "trials": trials, "temperature": temperature, "online_success": per_task, "rollout_report": rep,
-            "trajectories_saved": saved}
+            "androidlab": records_report(records), "trajectories_saved": saved}
 
 
 def paired_p(before: dict, after: dict) -> float:

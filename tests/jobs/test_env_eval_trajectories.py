@@ -22,6 +22,9 @@ def test_env_eval_saves_trajectories_the_viewer_shows(tmp_path):
     env_eval.run(cfg, str(wd))
     out = json.loads((wd / "env_eval.json").read_text())
     assert out["per_task"]["music.play"]["n"] == 3 and out["trajectories_saved"] == 2
+    lab = out["androidlab"]                     # AndroidLab metrics over the same 3 completed episodes
+    assert lab["episodes"] == 3 and lab["SR"] == out["per_task"]["music.play"]["successes"] / 3
+    assert lab["subgoal_episodes"] == 0 and 0.0 <= lab["ROR"] <= 1.0
     folders = sorted(p for p in (wd / "trajectories").iterdir())
     assert [p.name for p in folders] == ["000000_music.play_1", "000001_music.play_2"]
     trajs = [load_trajectory(p) for p in folders]

@@ -61,6 +61,7 @@ def test_trials_give_per_task_rates_and_a_task_bootstrap_interval():
     assert greedy["online_success"] == {t.task_id: int(t in solve) for t in TASKS}
     assert greedy["online_SR"] == pytest.approx(5 / 9) and greedy["n"] == 9 and greedy["trials"] == 1
     assert greedy["online_SR_ci95"] == list(wilson_interval(5, 9))
+    assert greedy["androidlab"]["episodes"] == 9 and greedy["androidlab"]["SR"] == pytest.approx(5 / 9)
 
     agent = _agent(solve)
     sampled = evaluate_online_pool(agent, TASKS, PCFG, _config(), temperature=1.0, trials=3)
