@@ -33,8 +33,8 @@ def run(config, workdir: str) -> None:
     logger = MetricsLogger(workdir)
 
     def write(point: dict) -> None:  # live: TensorBoard and metrics.jsonl follow the run
-        logger.write(point["step"], {k: point[k] for k in ("loss", "train_acc", "held_out_acc", "lines")},
-                     prefix="probe")
+        keys = ("loss", "train_acc", "held_out_acc", "stage_held_out_acc", "lines")
+        logger.write(point["step"], {k: point[k] for k in keys if k in point}, prefix="probe")
 
     result = run_probe(cfg, on_eval=write)
     logger.plot()

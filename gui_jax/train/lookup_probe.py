@@ -73,6 +73,9 @@ class LookupProbeConfig:
   curriculum: str = ""                 # "4x1:1500,12:300": 4-line screens of 1-word labels for 1500 steps, then
                                        # 12 lines (of key_words words) for 300, then `lines` for the rest of
                                        # `steps` (shared-word keys need ≥ 4 lines)
+  advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
+                                       # last 100 steps reaches this (its steps become a maximum), so the
+                                       # screens grow only after the look-up has formed on the smaller ones
 
   def __post_init__(self):
     if self.order not in ORDERS:
@@ -81,7 +84,9 @@ class LookupProbeConfig:
       raise ValueError(f"model {self.model!r} unknown; choose one of {MODELS}")
     if not 1 <= self.lines <= 50 or not 1 <= self.queries <= self.lines:
       raise ValueError(f"need 1 ≤ queries ({self.queries}) ≤ lines ({self.lines}) ≤ 50")
-    if self.stages()[-1][2] < 0:
+    if not 0.0 <= self.advance_at <= 1.0:
+      raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
+    if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
       raise ValueError(f"curriculum {self.curriculum!r} has more steps than steps={self.steps}")
     for lines, key_words, _ in self.stages():
       if not self.queries <= lines <= 50:
@@ -287,9 +292,11 @@ def _print_line(line: str) -> None:
 
 
 def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
-  """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, loss, train_acc,
-  held_out_acc, seconds}]}. held_out_acc: greedy accuracy of the first goal's answer on `eval_screens`
-  held-out-word screens. Each curve point goes to log (one line) and on_eval(point) as it is measured."""
+  """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, key_words, loss, train_acc,
+  held_out_acc, [stage_held_out_acc,] seconds}]}. held_out_acc: greedy accuracy of the first goal's answer on
+  `eval_screens` held-out-word screens of the target shape; stage_held_out_acc: the same on screens of the
+  curriculum stage being trained (absent in the last stage). Each curve point goes to log (one line) and
+  on_eval(point) as it is measured."""
   params, hidden_fn, logits_fn = _model_fns(cfg)
   n_answers = cfg.queries
 
@@ -322,19 +329,30 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
 
   eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])
   eval_rng = np.random.default_rng(cfg.seed + 10_000)
-  held_out = [lookup_batch(eval_rng, cfg, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
+  stages = cfg.stages()
+  stage_cfgs = [dataclasses.replace(cfg, lines=lines, key_words=words, curriculum="") for lines, words, _ in stages]
+  held_out = [[lookup_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
+              for c in stage_cfgs]   # the last entry: the target shape
+
+  def held_out_acc(batches) -> float:
+    return float(np.mean([float(eval_acc(params, *b)) for b in batches]))
+
   rng = np.random.default_rng(cfg.seed)
-  shape_at = [(lines, words) for lines, words, n in cfg.stages() for _ in range(n)]
-  stage_cfgs = {shape: dataclasses.replace(cfg, lines=shape[0], key_words=shape[1], curriculum="")
-                for shape in set(shape_at)}
-  curve, start = [], time.time()
+  curve, start, stage, in_stage, recent = [], time.time(), 0, 0, []
   for s in range(1, cfg.steps + 1):
-    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[shape_at[s - 1]], False,
+    if stage < len(stages) - 1 and (in_stage >= stages[stage][2] or (
+        cfg.advance_at > 0 and len(recent) == 100 and np.mean(recent) >= cfg.advance_at)):
+      stage, in_stage, recent = stage + 1, 0, []
+    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[stage], False,
                                                                          cfg.batch, cfg.queries))
+    in_stage += 1
+    recent = (recent + [float(acc)])[-100:] if cfg.advance_at > 0 else recent
     if s % cfg.eval_every == 0 or s == cfg.steps:
-      held = float(np.mean([float(eval_acc(params, *b)) for b in held_out]))
-      curve.append({"step": s, "lines": shape_at[s - 1][0], "key_words": shape_at[s - 1][1], "loss": round(float(loss), 4), "train_acc": round(float(acc), 4),
-                    "held_out_acc": round(held, 4), "seconds": round(time.time() - start, 1)})
+      point = {"step": s, "lines": stages[stage][0], "key_words": stages[stage][1], "loss": round(float(loss), 4),
+               "train_acc": round(float(acc), 4), "held_out_acc": round(held_out_acc(held_out[-1]), 4)}
+      if stage < len(stages) - 1:   # also on screens of the stage being trained
+        point["stage_held_out_acc"] = round(held_out_acc(held_out[stage]), 4)
+      curve.append({**point, "seconds": round(time.time() - start, 1)})
       log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
       if on_eval is not None:
         on_eval(curve[-1])

@@ -106,3 +106,19 @@ def test_probe_run_is_deterministic_and_reports_its_curve():
     assert untimed(first) == untimed(second)
     assert [c["step"] for c in first["curve"]] == [2, 4] and [c["lines"] for c in first["curve"]] == [2, 4]
     assert first["chance"] == 0.25 and all(0.0 <= c["held_out_acc"] <= 1.0 for c in first["curve"])
+
+
+def test_accuracy_gated_curriculum_grows_the_screens_once_the_stage_is_learnt():
+    from gui_jax.train.lookup_probe import run_probe
+    # one-line screens are answered by a constant (index 0) within a few steps; their stage may last all 200
+    base = dict(lines=4, queries=1, key_words=1, order="adjacent", layers=1, hidden=32, heads=2, kv_heads=1,
+                batch=4, steps=200, learning_rate=1e-2, warmup=1, eval_every=20, eval_screens=64,
+                curriculum="1:200")
+    gated = run_probe(LookupProbeConfig(**base, advance_at=0.95), log=lambda _: None)["curve"]
+    switch = next(c["step"] for c in gated if c["lines"] == 4)
+    assert 100 < switch < 200          # after a full 100-step window at ≥ 0.95; ungated, stage 1 lasts all 200
+    assert all(c["lines"] == 4 for c in gated if c["step"] >= switch)
+    assert [c["stage_held_out_acc"] for c in gated if c["lines"] == 1][-1] == 1.0
+    assert all("stage_held_out_acc" not in c for c in gated if c["lines"] == 4)
+    with pytest.raises(ValueError, match="advance_at"):
+        LookupProbeConfig(advance_at=1.5)
