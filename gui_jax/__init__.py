@@ -20,11 +20,14 @@ def tpu_present(environ=os.environ) -> bool:
     return any(environ.get(v) for v in TPU_ENV_VARS) or any(glob.glob(g) for g in TPU_DEVICE_GLOBS)
 
 
-def default_jax_platform(environ=os.environ) -> str | None:
-    """"cpu" where JAX would otherwise probe an absent TPU through libtpu; None = leave JAX to choose."""
+def default_jax_platform(environ=os.environ, has_libtpu: bool | None = None) -> str | None:
+    """"cpu" where JAX would otherwise probe an absent TPU through libtpu; None = leave JAX to choose.
+    has_libtpu: whether libtpu is installed (None: look it up)."""
     if environ.get("JAX_PLATFORMS") is not None or tpu_present(environ):
         return None
-    if importlib.util.find_spec("libtpu") is None:
+    if has_libtpu is None:
+        has_libtpu = importlib.util.find_spec("libtpu") is not None
+    if not has_libtpu:
         return None                     # no libtpu: nothing probes a TPU, nothing to quiet
     from importlib.metadata import entry_points
     if importlib.util.find_spec("jax_plugins") is not None or list(entry_points(group="jax_plugins")):

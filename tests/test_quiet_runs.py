@@ -1,6 +1,8 @@
 """Quiet runs: a job's log (`python -m gui_jax.main ... > log.txt 2>&1`) carries no libtpu warnings on a
-machine without a TPU (libtpu is installed here: the tpu-aot extra) and no line longer than 300 characters
-(progress bars write plain lines when their stream is not a terminal).
+machine without a TPU and no line longer than 300 characters (progress bars write plain lines when their
+stream is not a terminal). The job logs are checked wherever the suite runs; they test the libtpu case where
+the tpu-aot extra is installed (a 700 MB runtime CI does not install), and the platform choice itself is
+tested for both cases through `default_jax_platform(has_libtpu=...)`.
 
 Two short jobs through the CLI stand in for the quickstart (the same start-up and the same progress bars,
 in seconds): `export` initialises JAX's backends (loads the built-in tiny base and writes it out), and
@@ -41,10 +43,6 @@ def assert_quiet(text: str) -> None:
     assert max(map(len, lines)) <= MAX_LINE, max(lines, key=len)[:400]
 
 
-def test_libtpu_is_installed_here():
-    assert importlib.util.find_spec("libtpu") is not None  # else the next test would prove nothing
-
-
 def test_a_job_that_starts_jax_writes_no_libtpu_warning(tmp_path):
     text = run_job(["--config", "configs/export.py", f"--workdir={tmp_path / 'run'}",
                     "--config.model.checkpoint=builtin:tiny-base"], tmp_path / "log.txt")
@@ -65,11 +63,25 @@ def test_a_platform_the_user_chose_is_kept():
     assert gui_jax.default_jax_platform({"JAX_PLATFORMS": ""}) is None
 
 
-def test_cpu_is_chosen_only_without_a_tpu():
-    assert gui_jax.default_jax_platform({}) == "cpu"  # libtpu installed, no TPU here
+def test_cpu_is_chosen_only_where_libtpu_would_probe_an_absent_tpu():
+    assert gui_jax.default_jax_platform({}, has_libtpu=True) == "cpu"   # libtpu installed, no TPU here
+    assert gui_jax.default_jax_platform({}, has_libtpu=False) is None   # nothing probes a TPU
+    assert gui_jax.default_jax_platform({}) == ("cpu" if importlib.util.find_spec("libtpu") else None)
     for var in gui_jax.TPU_ENV_VARS:
         assert gui_jax.tpu_present({var: "10.0.0.2:8470"})
-        assert gui_jax.default_jax_platform({var: "10.0.0.2:8470"}) is None
+        assert gui_jax.default_jax_platform({var: "10.0.0.2:8470"}, has_libtpu=True) is None
+
+
+def test_a_notebook_is_recognised_by_its_running_kernel_not_by_an_import(monkeypatch):
+    import types
+
+    from gui_jax.core import progress as progress_module
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))   # imported, no kernel
+    shell = types.SimpleNamespace()
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    assert not progress_module._in_notebook()
+    shell.kernel = object()                                                      # a running kernel
+    assert progress_module._in_notebook()
 
 
 class FakeClock:

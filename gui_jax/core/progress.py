@@ -17,8 +17,16 @@ from typing import Iterable, TextIO
 PLAIN_INTERVAL_S = 30.0  # seconds between two plain progress lines
 
 
+def _in_notebook() -> bool:
+    """True inside a Jupyter / Colab kernel (tqdm.auto draws a widget there). The running shell is asked, not
+    sys.modules: a process that merely imported ipykernel (a notebook test runner) is no notebook."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return getattr(shell, "kernel", None) is not None
+
+
 def _interactive(stream: TextIO) -> bool:
-    if "ipykernel" in sys.modules:  # Jupyter / Colab: tqdm.auto draws a widget
+    if _in_notebook():
         return True
     try:
         return stream.isatty()
