@@ -20,7 +20,9 @@ PCFG = PromptConfig(dialect=DIALECT, observation="ui_text")
 TASKS = [make_task(name, 0) for name in sorted(TEMPLATES)[::3]]  # 27 tasks across the apps
 
 
-FAULTS = FaultModel(crash_prob=0.06, hang_prob=0.04, hang_s=3.0)
+# timeouts well above a normal call's worst case on a loaded 2-core machine (a reset once took > 1 s there, so
+# a 1 s bound fired on a healthy env), and hangs twice as long as the timeout: only the scheduled hangs time out
+FAULTS = FaultModel(crash_prob=0.06, hang_prob=0.04, hang_s=6.0)
 FAULT_SEED = 7
 
 
@@ -61,7 +63,7 @@ def test_rollout_with_faulty_envs_accounts_for_every_episode_exactly(mode, max_r
     policy = OracleOrRandomPolicy(p_random=0.15)
     expected = _fault_free(policy)
     make, built = _faulty_factory()
-    cfg = PoolConfig(n_active=8, n_standby=2, call_timeout_s=1.0, reset_timeout_s=1.0, health_interval_s=0,
+    cfg = PoolConfig(n_active=8, n_standby=2, call_timeout_s=3.0, reset_timeout_s=3.0, health_interval_s=0,
                      restart_backoff_s=0.01, lease_timeout_s=20)
     t0 = time.monotonic()
     with EnvPool(make, cfg) as pool:
@@ -109,7 +111,7 @@ def test_hung_call_is_bounded_and_env_rebuilt(rebuilt_before_lease):
         hang = FaultModel(hang_prob=1.0, hang_s=3.0) if (slot, built[slot]) == (0, 1) else FaultModel()
         return FaultyEnv(PhoneSim(render=False), faults=hang, seed=slot, sleep=True)
 
-    with EnvPool(make, PoolConfig(1, 1, call_timeout_s=0.2, health_interval_s=0, restart_backoff_s=0.01)) as pool:
+    with EnvPool(make, PoolConfig(1, 1, call_timeout_s=1.0, health_interval_s=0, restart_backoff_s=0.01)) as pool:
         assert pool.wait_ready(2, timeout_s=10) == 2
         task = make_task("settings.wifi_on", 3)
         lease = pool.lease()

@@ -324,7 +324,7 @@ def test_remote_phonesim_matches_in_process_over_real_http():
 class _SlowOrBrokenEnv(PhoneSim):
     def step(self, action):
         if action.type == "wait" and action.time == 7:
-            time.sleep(1.0)
+            time.sleep(3.0)
         if action.type == "wait" and action.time == 9:
             raise EnvFailure("emulator vanished")
         if action.type == "wait" and action.time == 11:
@@ -337,11 +337,11 @@ def test_client_maps_timeouts_and_5xx_to_env_failures():
     register_backend(Backend("test_slow", lambda o: _SlowOrBrokenEnv(render=False), ps.make_task, ps.task_names))
     srv = ServerThread(ServerConfig(backend="test_slow"))
     try:
-        env = RemoteEnv(srv.url, timeout_s=0.3, reset_timeout_s=30, options=EnvOptions(render=False))
+        env = RemoteEnv(srv.url, timeout_s=1.0, reset_timeout_s=30, options=EnvOptions(render=False))
         env.reset(make_task("settings.wifi_on", 3))
         with pytest.raises(EnvTimeoutError):
             env.step(Action("wait", time=7.0))
-        time.sleep(1.0)  # let the slow call finish server-side (the session is busy until then)
+        time.sleep(3.0)  # let the slow call finish server-side (the session is busy until then)
         with pytest.raises(EnvServerError, match="503.*emulator vanished"):
             env.step(Action("wait", time=9.0))
         with pytest.raises(EnvServerError, match="500.*ZeroDivisionError"):
