@@ -48,6 +48,9 @@ MODELS = ("tiny", "reference")
 @dataclasses.dataclass(frozen=True)
 class LookupProbeConfig:
   lines: int = 24                      # lines per screen (≤ 50: index tokens 10..59)
+  min_lines: int = 0                   # > 0: each training screen has a uniform number of lines in [min_lines,
+                                       # the stage's lines], so no solution specific to one screen size pays;
+                                       # held-out screens keep the stage's exact size
   queries: int = 8                     # goals answered per screen (dense supervision)
   key_words: int = 2                   # words per label (1 or 2)
   shared_words: bool = True            # 2-word keys drawn from `lines` words: distractors share words
@@ -84,6 +87,9 @@ class LookupProbeConfig:
       raise ValueError(f"model {self.model!r} unknown; choose one of {MODELS}")
     if not 1 <= self.lines <= 50 or not 1 <= self.queries <= self.lines:
       raise ValueError(f"need 1 ≤ queries ({self.queries}) ≤ lines ({self.lines}) ≤ 50")
+    if self.min_lines and not self.queries <= self.min_lines <= self.lines:
+      raise ValueError(f"min_lines ({self.min_lines}) must be 0 or within [queries ({self.queries}), lines "
+                       f"({self.lines})]")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
@@ -181,6 +187,8 @@ def screen_keys(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool
 
 def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool, queries: int):
   """One screen and its goals: (tokens, answer mask, screen mask), three equal-length int lists."""
+  if cfg.min_lines and not held_out:
+    cfg = dataclasses.replace(cfg, lines=int(rng.integers(cfg.min_lines, cfg.lines + 1)), min_lines=0)
   keys = [[t for w in key for t in word_tokens(cfg, w)] for key in screen_keys(rng, cfg, held_out)]
   tokens: list[int] = []
   for i, key in enumerate(keys):
@@ -330,7 +338,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
   eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])
   eval_rng = np.random.default_rng(cfg.seed + 10_000)
   stages = cfg.stages()
-  stage_cfgs = [dataclasses.replace(cfg, lines=lines, key_words=words, curriculum="") for lines, words, _ in stages]
+  stage_cfgs = [dataclasses.replace(cfg, lines=lines, key_words=words, curriculum="", min_lines=min(cfg.min_lines, lines))
+                for lines, words, _ in stages]
   held_out = [[lookup_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
               for c in stage_cfgs]   # the last entry: the target shape
 

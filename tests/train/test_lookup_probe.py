@@ -78,6 +78,20 @@ def test_curriculum_stages_set_lines_and_key_words():
         LookupProbeConfig(curriculum="4y1:30")
 
 
+def test_mixed_sizes_vary_training_screens_and_keep_held_out_screens_fixed():
+    cfg = LookupProbeConfig(lines=8, min_lines=4, queries=4, key_words=1, order="adjacent")
+    rng = np.random.default_rng(0)
+    sizes = set()
+    for _ in range(60):
+        tokens, answer, screen = screen_row(rng, cfg, False, cfg.queries)
+        sizes.add(len(_lines(tokens, screen)))
+        assert sum(answer) == cfg.queries
+    assert sizes == {4, 5, 6, 7, 8}
+    assert {len(_lines(*screen_row(rng, cfg, True, 1)[::2])) for _ in range(20)} == {8}
+    with pytest.raises(ValueError, match="min_lines"):
+        LookupProbeConfig(lines=8, min_lines=2, queries=4)
+
+
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="order"):
         LookupProbeConfig(order="sideways")
