@@ -1,7 +1,8 @@
 """Job `lookup_probe`: train the synthetic look-up probe (gui_jax/train/lookup_probe.py) and log its curve.
 
 config.probe holds the fields of LookupProbeConfig except `seed`, which is config.seed. Writes results.json
-({"config", "chance", "curve"}), metrics.jsonl + TensorBoard scalars (probe/loss, probe/train_acc,
+({"config", "chance", "curve"}), probe_state.pkl (the resumable snapshot, every
+`probe.checkpoint_seconds`; the same command resumes from it), metrics.jsonl + TensorBoard scalars (probe/loss, probe/train_acc,
 probe/held_out_acc) and training_curves.png under the workdir.
 """
 from __future__ import annotations
@@ -36,7 +37,8 @@ def run(config, workdir: str) -> None:
         keys = ("loss", "train_acc", "held_out_acc", "stage_held_out_acc", "lines")
         logger.write(point["step"], {k: point[k] for k in keys if k in point}, prefix="probe")
 
-    result = run_probe(cfg, on_eval=write)
+    # resumable: rerunning the same command continues from the last snapshot (kill -9 included)
+    result = run_probe(cfg, on_eval=write, state_path=os.path.join(workdir, "probe_state.pkl"))
     logger.plot()
     logger.close()
     with open(os.path.join(workdir, "results.json"), "w") as f:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import pickle
 import time
 
 import jax
@@ -76,6 +78,8 @@ class LookupProbeConfig:
   curriculum: str = ""                 # "4x1:1500,12:300": 4-line screens of 1-word labels for 1500 steps, then
                                        # 12 lines (of key_words words) for 300, then `lines` for the rest of
                                        # `steps` (shared-word keys need ≥ 4 lines)
+  checkpoint_seconds: float = 300.0    # with a state_path: a resumable snapshot (params, Adam state, data stream,
+                                       # curve) this often and at the end (0: after every step)
   advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
                                        # last 100 steps reaches this (its steps become a maximum), so the
                                        # screens grow only after the look-up has formed on the smaller ones
@@ -299,12 +303,39 @@ def _print_line(line: str) -> None:
   print(line, flush=True)
 
 
-def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
+# fields that may differ between a run and its resume: the budget and the snapshot period
+_RESUMABLE_CHANGES = ("steps", "checkpoint_seconds")
+
+
+def _save_state(path: str, state: dict) -> None:
+  tmp = f"{path}.tmp"
+  with open(tmp, "wb") as f:
+    pickle.dump(jax.device_get(state), f)
+  os.replace(tmp, path)                  # atomic: a kill mid-write leaves the previous snapshot
+
+
+def _load_state(path: str, cfg: LookupProbeConfig) -> dict | None:
+  if not os.path.exists(path):
+    return None
+  with open(path, "rb") as f:
+    state = pickle.load(f)
+  saved = {k: v for k, v in state["config"].items() if k not in _RESUMABLE_CHANGES}
+  mine = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _RESUMABLE_CHANGES}
+  if saved != mine:
+    diff = sorted(k for k in mine if saved.get(k) != mine[k])
+    raise ValueError(f"{path} was written by a probe with other settings ({', '.join(diff)}); use a new "
+                     "workdir or the same flags")
+  return state
+
+
+def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path: str | None = None) -> dict:
   """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, key_words, loss, train_acc,
   held_out_acc, [stage_held_out_acc,] seconds}]}. held_out_acc: greedy accuracy of the first goal's answer on
   `eval_screens` held-out-word screens of the target shape; stage_held_out_acc: the same on screens of the
   curriculum stage being trained (absent in the last stage). Each curve point goes to log (one line) and
-  on_eval(point) as it is measured."""
+  on_eval(point) as it is measured. With state_path, a snapshot is written there every `checkpoint_seconds` and
+  at the end, and a run finding one continues from it exactly (same batches, same curve), also after kill -9;
+  `steps` may be raised on resume."""
   params, hidden_fn, logits_fn = _model_fns(cfg)
   n_answers = cfg.queries
 
@@ -347,8 +378,25 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
     return float(np.mean([float(eval_acc(params, *b)) for b in batches]))
 
   rng = np.random.default_rng(cfg.seed)
-  curve, start, stage, in_stage, recent = [], time.time(), 0, 0, []
-  for s in range(1, cfg.steps + 1):
+  curve, stage, in_stage, recent, done, elapsed = [], 0, 0, [], 0, 0.0
+  state = _load_state(state_path, cfg) if state_path else None
+  if state is not None:
+    params, opt_state = state["params"], state["opt_state"]
+    rng.bit_generator.state = state["rng"]
+    curve, stage, in_stage, recent, done, elapsed = (state[k] for k in ("curve", "stage", "in_stage", "recent",
+                                                                          "step", "seconds"))
+    # the point an earlier, shorter budget logged at its last step is off the eval grid of a longer run
+    curve = [c for c in curve if c["step"] % cfg.eval_every == 0 or c["step"] == cfg.steps]
+    log(f"resumed from {state_path} at step {done} (stage {stage + 1} of {len(stages)})")
+  start, saved_at = time.time() - elapsed, time.time()
+
+  def snapshot(step_done: int) -> None:
+    _save_state(state_path, {"config": dataclasses.asdict(cfg), "params": params, "opt_state": opt_state,
+                             "rng": rng.bit_generator.state, "curve": curve, "stage": stage,
+                             "in_stage": in_stage, "recent": recent, "step": step_done,
+                             "seconds": time.time() - start})
+
+  for s in range(done + 1, cfg.steps + 1):
     if stage < len(stages) - 1 and (in_stage >= stages[stage][2] or (
         cfg.advance_at > 0 and len(recent) == 100 and np.mean(recent) >= cfg.advance_at)):
       stage, in_stage, recent = stage + 1, 0, []
@@ -362,7 +410,11 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None) -> dict:
       if stage < len(stages) - 1:   # also on screens of the stage being trained
         point["stage_held_out_acc"] = round(held_out_acc(held_out[stage]), 4)
       curve.append({**point, "seconds": round(time.time() - start, 1)})
-      log(" ".join(f"{k} {v}" for k, v in curve[-1].items()))
+      rate = (curve[-1]["seconds"] - elapsed) / (s - done)        # this segment's seconds per step
+      log(" ".join(f"{k} {v}" for k, v in curve[-1].items()) + f" eta_min {rate * (cfg.steps - s) / 60:.0f}")
       if on_eval is not None:
         on_eval(curve[-1])
+    if state_path and (s == cfg.steps or time.time() - saved_at >= cfg.checkpoint_seconds):
+      snapshot(s)
+      saved_at = time.time()
   return {"config": dataclasses.asdict(cfg), "chance": 1.0 / cfg.lines, "curve": curve}

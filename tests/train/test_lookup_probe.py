@@ -136,3 +136,19 @@ def test_accuracy_gated_curriculum_grows_the_screens_once_the_stage_is_learnt():
     assert all("stage_held_out_acc" not in c for c in gated if c["lines"] == 4)
     with pytest.raises(ValueError, match="advance_at"):
         LookupProbeConfig(advance_at=1.5)
+
+
+def test_probe_resumes_from_its_snapshot_exactly(tmp_path):
+    from gui_jax.train.lookup_probe import run_probe
+    small = dict(lines=4, queries=2, key_words=1, order="adjacent", layers=1, hidden=32, heads=2, kv_heads=1,
+                 batch=4, eval_every=2, eval_screens=64, curriculum="2:3", checkpoint_seconds=0)
+    untimed = lambda run: [{k: v for k, v in c.items() if k != "seconds"} for c in run["curve"]]
+    straight = run_probe(LookupProbeConfig(**small, steps=8), log=lambda _: None)
+    state, lines = str(tmp_path / "probe_state.pkl"), []
+    run_probe(LookupProbeConfig(**small, steps=5), log=lambda _: None, state_path=state)   # stops mid-stage 2
+    resumed = run_probe(LookupProbeConfig(**small, steps=8), log=lines.append, state_path=state)
+    assert lines[0].startswith(f"resumed from {state} at step 5 (stage 2 of 2)")
+    assert untimed(resumed) == untimed(straight) and [c["step"] for c in resumed["curve"]] == [2, 4, 6, 8]
+    assert untimed(straight)[-1]["loss"] != untimed(straight)[0]["loss"]        # it trained between points
+    with pytest.raises(ValueError, match="other settings \\(batch, learning_rate\\)"):
+        run_probe(LookupProbeConfig(**{**small, "batch": 8}, steps=8, learning_rate=1e-3), state_path=state)
