@@ -2,7 +2,8 @@
 
     python -m gui_jax.main --config configs/reward_model.py [--workdir runs/reward_model]
 Starts from the quickstart's split, task filters and tiny model; builds reward records from the expert
-episodes (expert / rule-verified / truncation / substitution / continuation), trains the RM with class
+episodes (expert / rule-verified / truncation / substitution / continuation; optionally hard negatives
+mined with an earlier RM and potential step labels of failed trajectories), trains the RM with class
 balancing (resumable: re-run the same command) and reports held-out step and outcome F1 by length bucket
 and difficulty (results.md). The tiny recipe shows the last `rm.model.history_images` steps with their UI
 text (0 here: older steps as text lines keep prompts short); the paper setting is 5 screenshots.
@@ -12,7 +13,7 @@ import ml_collections
 
 from gui_jax.train.rm_training import reward_model_block
 
-from gui_jax.train.config_blocks import sibling_recipe
+from gui_jax.train.config_blocks import rm_data_block, sibling_recipe
 
 
 def get_config():
@@ -35,15 +36,10 @@ def get_config():
             "batch_size": 32,
             "max_prompt_tokens": 8192,
         },
-        "data": {
-            "seed": 0,
-            "clicks_per_step": 2,        # rule-verified random element clicks per expert step
-            # clicks on other labelled rows at an expert click (hard negatives: the goal names another row)
-            "sibling_clicks": 0,
-            "substitution": True,
-            "substitutions": 1,          # same-app substitutions per episode
-            "continuation": True,
-        },
+        # expert / rule / sibling / truncation / substitution / continuation records; off by default: hard
+        # negatives mined with an earlier RM (hard_negative_checkpoint) and potential labels of failed
+        # trajectories (potential_labels); each field's meaning: --help or gui_jax/train/config_blocks.py RM_DATA
+        "data": rm_data_block(),
         "train": reward_model_block(),
         "export_dir": "",                # write the trained RM as a Hugging Face directory here
     })

@@ -5,7 +5,7 @@ accepted (with close-match suggestions for names). It imports nothing heavy (no 
 and ml_collections only, which main loads anyway): template names are read from the task registry
 only when a config names templates.
 
-The blocks with default builders (`model`, `prompt`, `sft`, `rl`, `mesh` in
+The blocks with default builders (`model`, `prompt`, `sft`, `rl`, `mesh`, `rm.data` in
 gui_jax/train/config_blocks.py; `online`, `env` in gui_jax/train/online/config.py) are declared there
 field by field (gui_jax/core/config_schema.py): their checks and docs are taken from those declarations.
 The blocks below (`data`, `eval`, `reasoning`, `export`, the top level, generate_episodes) have no
@@ -15,13 +15,14 @@ SPLITS, DIFFICULTIES and PRESETS are copies that tests/test_cli_errors.py compar
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from gui_jax.core import config_schema as schema
 from gui_jax.core.config_schema import Block, suggest, unknown  # noqa: F401 - suggest, unknown: used by main, jobs
 from gui_jax.core.config_schema import ConfigError, RunError  # noqa: F401 - defined below config_check's layer
+# stage checkpoint folders: defined below config_check's layer (config blocks check them too); used by jobs
+from gui_jax.core.config_schema import checkpoint_dir_problem, checkpoint_steps, find_checkpoint_dirs  # noqa: F401
 from gui_jax.train.config_blocks import BLOCKS as DEFAULT_BLOCKS
 from gui_jax.train.config_blocks import hf_dir
 from gui_jax.train.online.config import ENV, ONLINE, env_problem
@@ -119,48 +120,6 @@ def hf_dir_rule(doc: str) -> Rule:
     return Rule(hf_dir, doc)
 
 
-# ---------------------------------------------------------------------------------------------
-# Stage checkpoint folders (an Orbax CheckpointManager directory holds one integer-named folder per step).
-
-def checkpoint_steps(directory: str) -> list[int]:
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    return sorted(int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(directory, n)))
-
-
-def find_checkpoint_dirs(root: str, depth: int = 3) -> list[str]:
-    """Folders under `root` (itself included, up to `depth` levels) that hold checkpoint steps."""
-    out = []
-    if checkpoint_steps(root):
-        out.append(root)
-    if depth > 0 and os.path.isdir(root):
-        for name in sorted(os.listdir(root)):
-            sub = os.path.join(root, name)
-            if os.path.isdir(sub) and not name.isdigit() and not name.startswith("."):
-                out += find_checkpoint_dirs(sub, depth - 1)
-    return out
-
-
-def checkpoint_dir_problem(path: str) -> Optional[str]:
-    """None if `path` is a stage's checkpoints folder holding at least one step; else what is wrong,
-    with a "did you mean" when checkpoint folders sit below it. Never creates anything."""
-    if not os.path.exists(path):
-        parent = os.path.dirname(os.path.abspath(path))
-        return f"no such directory (parent {'exists' if os.path.isdir(parent) else 'does not exist either'})"
-    if not os.path.isdir(path):
-        return "not a directory"
-    if checkpoint_steps(path):
-        return None
-    below = [d for d in find_checkpoint_dirs(path) if d != path]
-    if below:
-        best = sorted(below, key=lambda d: (d.count(os.sep), "rl" not in d, d))[0]
-        listing = ", ".join(below)
-        return f"holds no checkpoints; did you mean {best}? (checkpoint folders below it: {listing})"
-    return "holds no checkpoints (expected a folder of numbered step folders, e.g. runs/quickstart/rl/checkpoints)"
-
-
 def checkpoint_rule(doc: str) -> Rule:
     return Rule(lambda v: None if v == "" else ("expected a path" if not isinstance(v, str)
                                                 else checkpoint_dir_problem(v)), doc)
@@ -228,7 +187,8 @@ EXPORT = {
 DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS["sft"], "online": ONLINE, "env": ENV}
 MODEL, PROMPT, SFT, RL, MESH = (rules_of(DEFAULT_BLOCKS[n]) for n in ("model", "prompt", "sft", "rl", "mesh"))
 BLOCKS = {"export": EXPORT, "mesh": MESH, "data": DATA, "model": MODEL, "prompt": PROMPT, "sft": SFT, "rl": RL,
-          "eval": EVAL, "reasoning": REASONING, "reasoning.sft": SFT, "online": rules_of(ONLINE), "env": rules_of(ENV)}
+          "eval": EVAL, "reasoning": REASONING, "reasoning.sft": SFT, "online": rules_of(ONLINE), "env": rules_of(ENV),
+          "rm.data": rules_of(DEFAULT_BLOCKS["rm.data"])}
 
 
 # The job names `job` may take; main fills it from the jobs registry before validating (this module sits

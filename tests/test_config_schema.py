@@ -4,7 +4,7 @@
 Docs checked (the docs state defaults in prose, not in tables):
 - docs/algorithms.md and docs/README.md, every "`block.field`, default V" / "`block.field` (default V)" /
   "`block.field` <words> (default V)" and "`block.field`): <label> V (default" statement, for the declared
-  blocks (model, prompt, sft, rl, mesh, online, env). V is a number (1,024 = 1024; "ε = 1" reads 1), true /
+  blocks (model, prompt, sft, rl, mesh, rm.data, online, env). V is a number (1,024 = 1024; "ε = 1" reads 1), true /
   false, a `name` in backticks, or "A and B" (a tuple). Any markdown table in those files with a `default`
   column and a column of `block.field` names is checked the same way (there are none today).
 - docs/README.md "Where each algorithm lives": every `block.field` (or `block.prefix*`) of a declared block
@@ -28,7 +28,7 @@ from gui_jax.train.online.config import ENV, ONLINE, env_block, online_block
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "docs" / "algorithms.md", ROOT / "docs" / "README.md"]
 DECLARED: dict[str, Block] = {**B.BLOCKS, "online": ONLINE, "env": ENV}
-_NAMES = "|".join(DECLARED)
+_NAMES = "|".join(re.escape(n) for n in sorted(DECLARED, key=len, reverse=True))   # rm.data before rm
 _VALUE = r"(?P<v>`[^`]+`|[\d.eE+-][\w.,+-]*(?: and \d+)?|true|false)"
 PROSE = [
     # `rl.num_rollouts`, default 4 | `rl.temperature` (default 1.0) | `sft.prompt_loss_chunk` ... (default 1,024)
@@ -61,8 +61,14 @@ def _same(doc_value, default) -> bool:
     return doc_value == default
 
 
+def _split(path: str) -> tuple[str, str]:
+    """(declared block, field) of a dotted path; a block name may hold a dot (`rm.data`)."""
+    block = max((b for b in DECLARED if path.startswith(b + ".")), key=len)
+    return block, path[len(block) + 1:]
+
+
 def _field(path: str):
-    block, name = path.split(".", 1)
+    block, name = _split(path)
     return DECLARED[block].fields.get(name)
 
 
@@ -106,7 +112,7 @@ def test_fields_named_in_the_algorithm_table_are_declared():
     names = re.findall(rf"`((?:{_NAMES})\.[\w*]+)`", table)
     assert len(names) >= 20, names
     for name in names:
-        block, pattern = name.split(".", 1)
+        block, pattern = _split(name)
         assert fnmatch.filter(DECLARED[block].names(), pattern), f"docs/README.md names {name}: no such field"
 
 

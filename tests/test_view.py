@@ -109,8 +109,9 @@ def test_episodes_show_goal_outcome_and_steps(run_dir, page):
     assert heads[1] == f"success {good.goal}" and heads[2].startswith("failure ") and heads[3].startswith("failure ")
     good_sec = sections(page)[1]
     dds = [d.text for d in good_sec.find_elements("css selector", "dd")]
-    assert dds[:4] == ["open(text='Music')", "open Music", "0.000", "0.400"]      # action, response, reward, RM
-    assert dds[-4:] == ["terminate(status='success')", "done", "1.000", "0.900"]
+    # action (PhoneSim's expert steps carry their description), response, reward, RM
+    assert dds[:4] == ["open(text='Music', action_desc='open Music')", "open Music", "0.000", "0.400"]
+    assert dds[-4:] == ["terminate(status='success', action_desc='declare the task done')", "done", "1.000", "0.900"]
     assert sections(page)[2].find_elements("css selector", ".note")[-1].text == "unparsable response"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -199,3 +200,45 @@ def int_tuple(lo: int = 0, length: Optional[int] = None) -> Check:
         n = f"{length} " if length is not None else ""
         return f"expected a tuple of {n}integers ≥ {lo}"
     return check
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage checkpoint folders (an Orbax CheckpointManager directory holds one integer-named folder per step).
+
+def checkpoint_steps(directory: str) -> list[int]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(directory, n)))
+
+
+def find_checkpoint_dirs(root: str, depth: int = 3) -> list[str]:
+    """Folders under `root` (itself included, up to `depth` levels) that hold checkpoint steps."""
+    out = []
+    if checkpoint_steps(root):
+        out.append(root)
+    if depth > 0 and os.path.isdir(root):
+        for name in sorted(os.listdir(root)):
+            sub = os.path.join(root, name)
+            if os.path.isdir(sub) and not name.isdigit() and not name.startswith("."):
+                out += find_checkpoint_dirs(sub, depth - 1)
+    return out
+
+
+def checkpoint_dir_problem(path: str) -> Optional[str]:
+    """None if `path` is a stage's checkpoints folder holding at least one step; else what is wrong,
+    with a "did you mean" when checkpoint folders sit below it. Never creates anything."""
+    if not os.path.exists(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        return f"no such directory (parent {'exists' if os.path.isdir(parent) else 'does not exist either'})"
+    if not os.path.isdir(path):
+        return "not a directory"
+    if checkpoint_steps(path):
+        return None
+    below = [d for d in find_checkpoint_dirs(path) if d != path]
+    if below:
+        best = sorted(below, key=lambda d: (d.count(os.sep), "rl" not in d, d))[0]
+        listing = ", ".join(below)
+        return f"holds no checkpoints; did you mean {best}? (checkpoint folders below it: {listing})"
+    return "holds no checkpoints (expected a folder of numbered step folders, e.g. runs/quickstart/rl/checkpoints)"

@@ -4,7 +4,8 @@ difficulty, docs/algorithms.md §11).
     python -m gui_jax.main --config configs/reward_eval.py --config.rm_eval.checkpoint_dir=runs/reward_model/rm/checkpoints
 Weights: the latest Orbax checkpoint in `rm_eval.checkpoint_dir`, else `model.checkpoint` (a Hugging Face
 directory written by the reward_model job's `rm.export_dir` or the export job). The held-out records are
-built like the training job's (same data settings and seed), so results are comparable.
+built like the training job's (same data settings and seed, hard negatives and potential labels included when
+`rm.data` turns them on), so results are comparable.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from gui_jax.config_check import RunError
 from gui_jax.jobs import common
-from gui_jax.jobs.reward_model import build_records, evaluate_rm, rm_configs
+from gui_jax.jobs.reward_model import build_reward_data, data_sources, evaluate_rm, rm_configs
 from gui_jax.rewards import data_engine as de
 
 
@@ -25,8 +26,11 @@ def run(config, workdir: str) -> None:
         raise RunError("reward_eval needs trained weights: set rm_eval.checkpoint_dir (e.g. "
                        "runs/reward_model/rm/checkpoints) or model.checkpoint (a Hugging Face directory)")
     _, _, _, test_eps = common.prepare(config, workdir, sides=("test",))
-    records = build_records(test_eps, np.random.default_rng(config.rm.data.seed + 1), config.rm.data)
-    de.write_records(os.path.join(workdir, "records_test.jsonl"), records)
+    pcfg, rcfg = rm_configs(config)
+    sources = data_sources(config, pcfg, rcfg)
+    data = build_reward_data(test_eps, np.random.default_rng(config.rm.data.seed + 1), config.rm.data, **sources)
+    sources.clear()
+    de.write_records(os.path.join(workdir, "records_test.jsonl"), data.records)
     agent = Agent(config, seed=config.seed)
     source = {"kind": "huggingface", "path": os.path.abspath(config.model.get("checkpoint", ""))}
     if ckpt_dir:
@@ -34,5 +38,4 @@ def run(config, workdir: str) -> None:
         common.set_agent_params(agent, params, ckpt_dir)
         source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step)}
     print(f"evaluating reward model from {source}")
-    pcfg, rcfg = rm_configs(config)
-    evaluate_rm(agent, records, test_eps, pcfg, rcfg, workdir, extra={"weights": source})
+    evaluate_rm(agent, data.records, list(data.episodes.values()), pcfg, rcfg, workdir, extra={"weights": source})

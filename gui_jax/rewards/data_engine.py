@@ -10,17 +10,21 @@ A `RewardRecord` asks one question of the reward model:
                   the task complete?                                           (task reward)
 Sources (the `source` field), each a function below:
   rule          sampled candidate actions labelled by the rule matcher against the expert's action;
+  sibling       the same, for clicks on other labelled rows of the screen at an expert click (the reward_model
+                job's `rm.data.sibling_clicks`: negatives only a goal-to-label match tells apart);
   expert        the expert's own steps and outcome (positives);
   truncation    a successful episode cut before its end, claimed complete → outcome negative;
   substitution  a prefix of one episode followed by a segment of another task in the same app → the
                 substituted steps and the outcome are negative for the first task's goal;
   continuation  redundant steps after a completed task → those steps and the outcome are negative;
   hard_negative candidates an earlier reward model scored positive that the rule marks wrong;
-  potential     steps of failed trajectories: positive iff one of k continuation rollouts from there succeeds.
+  potential     steps of failed trajectories: positive iff one of k continuation rollouts from there succeeds
+                (the PhoneSim rollouts: gui_jax/rewards/potential.py).
 """
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
@@ -29,7 +33,7 @@ import numpy as np
 from gui_jax.core.matcher import match_action
 from gui_jax.core.types import Action, Episode
 
-SOURCES = ("rule", "expert", "truncation", "substitution", "continuation", "hard_negative", "potential")
+SOURCES = ("rule", "sibling", "expert", "truncation", "substitution", "continuation", "hard_negative", "potential")
 
 
 @dataclass(frozen=True)
@@ -93,11 +97,13 @@ def rule_label(ep: Episode, t: int, candidate: Action, *, bbox_scale: float = 1.
     return bool(exact)
 
 
-def rule_verified_records(ep: Episode, t: int, candidates: Sequence[Action], **match_kw) -> list[RewardRecord]:
-    """Sampled candidate actions at step t (expert history before it), labelled by the rule matcher."""
+def rule_verified_records(ep: Episode, t: int, candidates: Sequence[Action], source: str = "rule",
+                          **match_kw) -> list[RewardRecord]:
+    """Sampled candidate actions at step t (expert history before it), labelled by the rule matcher; `source`
+    names how they were drawn ("rule", "sibling")."""
     hist = _refs(ep, t)
     return [RewardRecord("step", ep.goal, hist + (StepRef(str(ep.episode_id), t, a),),
-                         rule_label(ep, t, a, **match_kw), "rule") for a in candidates]
+                         rule_label(ep, t, a, **match_kw), source) for a in candidates]
 
 
 def working_steps(ep: Episode) -> int:
@@ -176,11 +182,18 @@ def check_label_conflicts(records: Sequence[RewardRecord], episodes) -> None:
 
 def hard_negative_records(records: Iterable[RewardRecord], scores: Sequence[float],
                           threshold: float = 0.5) -> list[RewardRecord]:
-    """Rule-negative records that an earlier reward model scored ≥ threshold (its false positives)."""
+    """Rule-negative records that an earlier reward model scored ≥ threshold, i.e. judged correct (its false
+    positives), as "hard_negative" records carrying that score and the source they were drawn as."""
     records = list(records)
+    scores = [float(s) for s in scores]
     if len(records) != len(scores):
-        raise ValueError(f"{len(records)} records but {len(scores)} scores")
-    return [RewardRecord(r.kind, r.goal, r.steps, False, "hard_negative", {"score": float(s)})
+        raise ValueError(f"{len(records)} records but {len(scores)} scores from the earlier reward model")
+    for i, (r, s) in enumerate(zip(records, scores)):
+        if not math.isfinite(s):
+            last = r.steps[-1] if r.steps else None
+            where = f" (episode {last.episode_id!r}, step {last.step})" if last else ""
+            raise ValueError(f"the earlier reward model scored record {i}{where} {s}; expected a finite P(+)")
+    return [RewardRecord(r.kind, r.goal, r.steps, False, "hard_negative", {"score": s, "drawn_as": r.source})
             for r, s in zip(records, scores) if not r.label and s >= threshold]
 
 
@@ -195,32 +208,16 @@ def potential_labels(num_steps: int, continuation_succeeds: Callable[[int, int],
 
 
 def potential_records(ep: Episode, labels: Sequence[bool]) -> list[RewardRecord]:
+    """One step record per step of the (failed) trajectory `ep`, its own history before it, labelled by
+    `potential_labels`."""
     if len(labels) != len(ep.actions):
         raise ValueError(f"{len(labels)} labels for {len(ep.actions)} steps of {ep.episode_id!r}")
+    bad = [t for t, label in enumerate(labels) if not isinstance(label, (bool, np.bool_))]
+    if bad:
+        raise ValueError(f"potential labels of {ep.episode_id!r} must be True / False; step {bad[0]} has "
+                         f"{labels[bad[0]]!r}")
     refs = _refs(ep, len(ep.actions))
-    return [RewardRecord("step", ep.goal, refs[: t + 1], bool(l), "potential") for t, l in enumerate(labels)]
-
-
-def phonesim_continuation(task, prefix: Sequence[Action], policy_fn: Callable, *, max_steps: int = 15,
-                          render: bool = False, seed: int = 0) -> Callable[[int, int], bool]:
-    """continuation_succeeds(t, i) for PhoneSim: replay prefix[:t+1] on a fresh instance of `task`, then let
-    policy_fn(obs, goal, rng) → Action act until the episode ends; success = PhoneSim's exact check."""
-    from gui_jax.envs.sim import PhoneSim
-
-    def run(t: int, i: int) -> bool:
-        sim = PhoneSim(render=render, max_steps=max_steps + t + 1)
-        obs = sim.reset(task)
-        for a in prefix[: t + 1]:
-            obs, done, info = sim.step(a)
-            if done:
-                return bool(info.get("success"))
-        rng = np.random.default_rng([seed, t, i])
-        while True:
-            obs, done, info = sim.step(policy_fn(obs, task.goal, rng))
-            if done:
-                return bool(info.get("success"))
-
-    return run
+    return [RewardRecord("step", ep.goal, refs[: t + 1], bool(label), "potential") for t, label in enumerate(labels)]
 
 
 def write_records(path: str, records: Iterable[RewardRecord]) -> int:

@@ -18,10 +18,12 @@ from typing import Iterable, Iterator
 
 from gui_jax.core.types import Episode
 from gui_jax.envs.sim import PhoneSim, Task
+from gui_jax.envs.sim.describe import describe_steps
 
 
 def generate_episode(task: Task, sim: PhoneSim, final_observation: bool = True) -> Episode:
-    """Replay the oracle on `sim`, recording the observation before every action."""
+    """Replay the oracle on `sim`, recording the observation before every action; each action carries its
+    description on that screen (`action_desc`, envs/sim/describe.py)."""
     steps = sim.expert_actions(task)
     obs = sim.reset(task)
     observations, info = [obs.materialize()], {}
@@ -35,7 +37,7 @@ def generate_episode(task: Task, sim: PhoneSim, final_observation: bool = True) 
         raise RuntimeError(f"{task.task_id}: oracle episode did not succeed (goal {task.goal!r})")
     if not final_observation:
         observations = observations[: len(steps)]
-    return Episode(
+    return describe_steps(Episode(
         episode_id=task.task_id,
         goal=task.goal,
         observations=observations,
@@ -55,7 +57,7 @@ def generate_episode(task: Task, sim: PhoneSim, final_observation: bool = True) 
             "source": "phonesim-oracle",
             "coords": "screen",
         },
-    )
+    ))
 
 
 def generate_episodes(tasks: Iterable[Task], resolution=(540, 1200), progress: bool = False) -> Iterator[Episode]:

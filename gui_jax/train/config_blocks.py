@@ -13,7 +13,7 @@ import ml_collections
 
 from gui_jax.core.config_schema import Block
 from gui_jax.core.config_schema import Field as F
-from gui_jax.core.config_schema import boolean, choice, integer, number, text, unknown
+from gui_jax.core.config_schema import boolean, checkpoint_dir_problem, choice, integer, number, text, unknown
 from gui_jax.core.dialects import DIALECTS
 from gui_jax.models.builtin import is_builtin, resolve_checkpoint
 from gui_jax.rl.names import (AGGREGATIONS, HISTORY_MODES, KL_KINDS, OBSERVATION_MODES, PATCH_STRATEGIES, TARGETS,
@@ -71,6 +71,15 @@ def hf_dir(v):
     if not os.path.isfile(os.path.join(v, "config.json")):
         return "not a Hugging Face model folder (no config.json)"
     return None
+
+
+def checkpoint_folder(v):
+    """'' or a training stage's checkpoints folder holding a step (config_check.checkpoint_dir_problem)."""
+    if v == "":
+        return None
+    if not isinstance(v, str):
+        return "expected a checkpoints folder path or ''"
+    return checkpoint_dir_problem(v)
 
 
 # --------------------------------------------------------------------------------------- declarations
@@ -219,7 +228,27 @@ MESH = Block("mesh", [
     F("remat", False, "rematerialise layers in the backward pass", boolean(), in_block=False),
 ])
 
-BLOCKS = {b.name: b for b in (MODEL, PROMPT, SFT, RL, MESH)}
+# The reward_model job's data engine (gui_jax/jobs/reward_model.py, docs/algorithms.md §9).
+RM_DATA = Block("rm.data", [
+    F("seed", 0, "record sampling seed (the held-out side uses seed + 1)", integer()),
+    F("clicks_per_step", 2, "rule-verified clicks on random clickable elements per expert step", integer(0)),
+    F("sibling_clicks", 0, "clicks on other labelled rows at an expert click (source 'sibling')", integer(0)),
+    F("substitution", True, "same-app cross-task substitution negatives", boolean()),
+    F("substitutions", 1, "substitutions per episode", integer(0)),
+    F("continuation", True, "redundant-step negatives after a finished task", boolean()),
+    F("hard_negative_checkpoint", "", "an earlier RM's checkpoints folder: its false positives among "
+      "hard_negative_clicks become negatives (source 'hard_negative'; '' = off)", checkpoint_folder),
+    F("hard_negative_clicks", 8, "element clicks per expert step the earlier RM scores for hard negatives",
+      integer(1)),
+    F("potential_labels", False, "label the steps of failed PhoneSim trajectories by continuation rollouts "
+      "(source 'potential')", boolean()),
+    F("potential_continuations", 5, "k: rollouts per step; a step is positive iff one of them succeeds",
+      integer(1)),
+    F("potential_slip", 0.3, "chance per step that the rollout policy (the expert) takes a random action",
+      number(0.0, 1.0, hi_open=True)),
+])
+
+BLOCKS = {b.name: b for b in (MODEL, PROMPT, SFT, RL, MESH, RM_DATA)}
 
 
 # --------------------------------------------------------------------------------------- builders
@@ -251,6 +280,10 @@ def mesh_block() -> ml_collections.ConfigDict:
     its weights are resharded and cast on device after every update.
     """
     return build(MESH)
+
+
+def rm_data_block() -> ml_collections.ConfigDict:
+    return build(RM_DATA)
 
 
 def sibling_recipe(config_file: str, name: str):

@@ -5,6 +5,7 @@ import pytest
 from gui_jax.core.types import Action
 from gui_jax.envs.sim import PhoneSim
 from gui_jax.rewards import data_engine as de
+from gui_jax.rewards.potential import phonesim_continuation
 from gui_jax.tasks import make_task
 from gui_jax.tasks.generate import generate_episode
 from support.fake_policy import make_episode
@@ -106,7 +107,7 @@ def test_potential_labels_exactly_one_of_five():
     assert calls == [(0, i) for i in range(5)] + [(1, 0), (1, 1), (1, 2), (1, 3)] + [(2, i) for i in range(5)]
 
 
-def _alarm_policy(obs, goal, rng):
+def _alarm_policy(obs, goal, rng, history):
     """Turns the 08:30 alarm off from wherever it is, then claims success."""
     switch = [e for e in obs.ui_elements if e.checkable and e.content_desc.startswith("08:30")]
     if obs.current_app != "clock":
@@ -121,13 +122,13 @@ def test_phonesim_continuations_judged_by_the_exact_check():
     task = make_task("clock.alarm_toggle", 0)
     # a failed trajectory: open Clock, a click on empty space, give up
     failed = [Action("open", text="Clock"), Action("click", x=540, y=2000), Action("terminate", status="failure")]
-    labels = de.potential_labels(3, de.phonesim_continuation(task, failed, _alarm_policy), k=5)
+    labels = de.potential_labels(3, phonesim_continuation(task, failed, _alarm_policy), k=5)
     assert labels == [True, True, False]  # after giving up, nothing can continue
-    never = de.phonesim_continuation(task, failed, lambda o, g, r: Action("terminate", status="success"))
+    never = phonesim_continuation(task, failed, lambda o, g, r, h: Action("terminate", status="success"))
     assert de.potential_labels(3, never, k=5) == [False, False, False]
     # a continuation that toggles a different alarm fails PhoneSim's exact check
-    wrong = de.phonesim_continuation(task, failed, lambda o, g, r: Action("click", x=950, y=655)
-                                     if o.ui_elements[14].checked else Action("terminate", status="success"))
+    wrong = phonesim_continuation(task, failed, lambda o, g, r, h: Action("click", x=950, y=655)
+                                  if o.ui_elements[14].checked else Action("terminate", status="success"))
     assert wrong(0, 0) is False
 
 
@@ -151,42 +152,47 @@ def test_hard_negatives_and_round_trip(tmp_path):
 def test_sibling_clicks_are_row_clicks_at_expert_clicks_only():
     import numpy as np
     import ml_collections
-    from gui_jax.jobs.reward_model import build_records, perturbed_actions
+    from gui_jax.jobs.reward_model import build_reward_data, candidate_actions
     from gui_jax.rl.prompting import visible_elements
     sim = PhoneSim(render=False)
     ep = generate_episode(make_task("music.play", 1), sim)            # open, click a song row, terminate
     assert [a.type for a in ep.actions] == ["open", "click", "terminate"]
-    base = perturbed_actions(ep, 1, np.random.default_rng(0), num_clicks=2)
-    more = perturbed_actions(ep, 1, np.random.default_rng(0), num_clicks=2, sibling_clicks=4)
-    # the same draw first, then 4 clicks on labelled elements none of the first clicks hit
+    base = candidate_actions(ep, 1, np.random.default_rng(0), num_clicks=2)
+    more = candidate_actions(ep, 1, np.random.default_rng(0), num_clicks=2, sibling_clicks=4)
+    # the same draw first, then 4 clicks on labelled elements none of the first clicks hit, named "sibling"
     assert more[:2] == base[:2] and len(more) == len(base) + 4
+    assert [s for s, _ in more] == ["rule"] * 2 + ["sibling"] * 4 + ["rule"] * 2   # + Back, terminate
     labelled = {e.index: e for e in visible_elements(ep.observations[1]) if e.text or e.content_desc}
-    rows = more[2:6]
+    rows = [a for _, a in more[2:6]]
     assert all(r.element in labelled for r in rows) and len({r.element for r in rows}) == 4
-    assert not {r.element for r in rows} & {b.element for b in base[:2]}
+    assert not {r.element for r in rows} & {b.element for _, b in base[:2]}
     for r in rows:
         x1, y1, x2, y2 = labelled[r.element].bounds
         assert (r.x, r.y) == ((x1 + x2) / 2, (y1 + y2) / 2)
     # no sibling clicks where the expert does not click
     for t in (0, 2):
-        assert perturbed_actions(ep, t, np.random.default_rng(0), 2, 4) == perturbed_actions(
+        assert candidate_actions(ep, t, np.random.default_rng(0), 2, 4) == candidate_actions(
             ep, t, np.random.default_rng(0), 2)
     # labelled by the rule matcher: a row is positive only when it is the expert's target
-    recs = de.rule_verified_records(ep, 1, rows)
+    recs = de.rule_verified_records(ep, 1, rows, source="sibling")
     target = ep.target_bboxes[1]
     for r, rec in zip(rows, recs):
         inside = target[0] <= r.x <= target[2] and target[1] <= r.y <= target[3]
-        assert rec.label == inside
+        assert rec.label == inside and rec.source == "sibling"
     # `substitutions` other episodes per episode, each distinct; the default (1) draws as before
     others = [generate_episode(make_task("music.play", s), sim) for s in (2, 3, 4)]
     dcfg = ml_collections.ConfigDict({"clicks_per_step": 2, "sibling_clicks": 0, "substitution": True,
                                       "substitutions": 2, "continuation": False})
-    recs = build_records([ep] + others, np.random.default_rng(0), dcfg)
+    recs = build_reward_data([ep] + others, np.random.default_rng(0), dcfg).records
     froms = [r.info["from"] for r in recs if r.kind == "outcome" and r.source == "substitution"
              and r.goal == ep.goal]
     assert len(froms) == 2 and len(set(froms)) == 2 and ep.episode_id not in froms
     dcfg.substitutions = 1
-    one = build_records([ep] + others, np.random.default_rng(0), dcfg)
+    one = build_reward_data([ep] + others, np.random.default_rng(0), dcfg).records
     del dcfg["sibling_clicks"], dcfg["substitutions"]         # a config from before the two knobs
-    assert [(r.kind, r.source, r.steps, r.label) for r in build_records(
-        [ep] + others, np.random.default_rng(0), dcfg)] == [(r.kind, r.source, r.steps, r.label) for r in one]
+    assert [(r.kind, r.source, r.steps, r.label) for r in build_reward_data(
+        [ep] + others, np.random.default_rng(0), dcfg).records] == [(r.kind, r.source, r.steps, r.label) for r in one]
+    # sibling clicks are their own source in the by-source counts
+    dcfg.sibling_clicks = 2
+    balance = de.label_balance(build_reward_data([ep] + others, np.random.default_rng(0), dcfg).records)
+    assert balance["step/sibling"]["neg"] > 0 and "step/sibling" not in de.label_balance(one)

@@ -1,4 +1,6 @@
 """The reward model: prompt layout, batched = one-by-one scores, HF round trip, label-token training."""
+import dataclasses
+
 import jax
 import ml_collections
 import numpy as np
@@ -219,7 +221,12 @@ def test_described_targets_name_the_clicked_element():
     assert text.endswith('Candidate action: <think></think>\n<action>{"action": "click", "element": 11}</action>'
                          ' → 08:30 Call mom ON\n' + QUESTION)
     text = "".join(_texts(rm_messages(outcome, lookup, pc, on)[0]))
-    assert "\n2. click(x=950.0, y=485.0) → 08:30 Call mom ON\n" in text   # earlier steps carry it too
+    # an earlier step's line is its description (PhoneSim's expert steps carry one) ...
+    assert "\nEarlier steps:\n1. open Clock\n2. switch off '08:30 Call mom' in Clock\n" in text
+    # ... and without one, the raw action with its target's label
+    bare = {ep.episode_id: dataclasses.replace(ep, actions=[a.replace(action_desc=None) for a in ep.actions])}
+    assert "\n2. click(x=950.0, y=485.0) → 08:30 Call mom ON\n" in "".join(_texts(rm_messages(outcome, bare, pc,
+                                                                                             on)[0]))
     assert text.split("Candidate action: ")[1].startswith('<think></think>\n<action>{"action": "terminate"')
     shown = "".join(_texts(rm_messages(outcome, lookup, pc, RewardModelConfig(history_images=1, describe_targets=True,
                                                                               system_prompt=False))[0]))
