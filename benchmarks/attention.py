@@ -13,23 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks.timing import time_calls
 from gui_jax.models import attention as attn
 
 
 def _time(fn, *args, iters: int) -> float:
-  jax.block_until_ready(fn(*args))  # compile + warm up
-  times = []
-  for _ in range(iters):
-    t = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - t)
-  return float(np.median(times))
+  """Median of `iters` calls after a first (compiling) one."""
+  return time_calls(lambda: fn(*args), iters, sync=jax.block_until_ready).median_s
 
 
 def _inputs(batch, seq, heads, kv_heads, head_dim, seed=0):

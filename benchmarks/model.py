@@ -20,11 +20,12 @@ import dataclasses
 import json
 import os
 import platform
-import statistics
 import tempfile
 import time
 
 import numpy as np
+
+from benchmarks.timing import time_calls
 
 CONFIGS = {
     # ~50M parameters: text hidden 512 x 12 layers, vocab 32k (tied); a 1-block vision tower (unused).
@@ -73,14 +74,9 @@ def train_flops(cfg, batch: int, seq: int) -> float:
 
 
 def _median_time(fn, steps: int, sync) -> tuple[float, float]:
-  """(median wall s, median process-CPU s) of `fn` over `steps` calls."""
-  walls, cpus = [], []
-  for _ in range(steps):
-    w0, c0 = time.perf_counter(), time.process_time()
-    sync(fn())
-    walls.append(time.perf_counter() - w0)
-    cpus.append(time.process_time() - c0)
-  return statistics.median(walls), statistics.median(cpus)
+  """(median wall s, median process-CPU s) of `fn` over `steps` calls (the caller made the first call)."""
+  t = time_calls(fn, steps, sync=sync, first_call=False)
+  return t.median_s, t.median_cpu_s
 
 
 # --------------------------------------------------------------------------------------------------- flax

@@ -67,6 +67,25 @@ CHIPS = {
 }
 CHIPS["v5litepod"] = CHIPS["v5e"]   # the TPU runtime's name for v5e
 
+# NVIDIA datasheets, per GPU (SXM boards): dense bf16 tensor-core FLOP/s (the sparse figure is twice that), HBM
+# bandwidth, NVLink 900 GB/s over both directions (450 GB/s one way), capacity. benchmarks/gpu_suite.py takes the
+# peak for MFU from here and measures the bandwidth beside the published one.
+GPUS = {
+    "h100-sxm": ChipSpec("h100-sxm", 989e12, 3.35e12, 450 * GB, 80 * GB),
+    "h200": ChipSpec("h200", 989e12, 4.8e12, 450 * GB, 141 * GB),
+}
+# substrings of a device kind (jax's device_kind, torch.cuda.get_device_name) -> GPUS key, first match wins;
+# the H100 SXM calls itself 'NVIDIA H100 80GB HBM3' (the PCIe and NVL boards have other peaks: not listed)
+_GPU_KINDS = ((("H200",), "h200"), (("H100", "SXM"), "h100-sxm"), (("H100", "80GB HBM3"), "h100-sxm"))
+
+
+def gpu_spec(device_kind: str) -> ChipSpec | None:
+  """The GPUS entry for a device kind string, or None for a card not in the table."""
+  for parts, key in _GPU_KINDS:
+    if all(p in device_kind for p in parts):
+      return GPUS[key]
+  return None
+
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 _DTYPE_BYTES = {"pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
                 "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
