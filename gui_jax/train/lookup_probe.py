@@ -57,6 +57,9 @@ class LookupProbeConfig:
   key_words: int = 2                   # words per label (1 or 2)
   shared_words: bool = True            # 2-word keys drawn from `lines` words: distractors share words
   order: str = "index_last"            # index_first | index_last | adjacent
+  shuffle_ids: bool = False           # number each screen's lines with a random choice of the 50 index tokens, so
+                                       # the answer must be copied from the screen (in-order ids let the line's
+                                       # position stand for its index, a solution tied to the screen size)
   filler: int = 0                      # up to this many flag tokens before an index_first label
   train_words: tuple[int, int] = (100, 2100)
   held_out_words: tuple[int, int] = (2100, 2600)
@@ -194,20 +197,21 @@ def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool,
   if cfg.min_lines and not held_out:
     cfg = dataclasses.replace(cfg, lines=int(rng.integers(cfg.min_lines, cfg.lines + 1)), min_lines=0)
   keys = [[t for w in key for t in word_tokens(cfg, w)] for key in screen_keys(rng, cfg, held_out)]
+  index = [int(k) for k in rng.permutation(50)[:cfg.lines]] if cfg.shuffle_ids else list(range(cfg.lines))
   tokens: list[int] = []
-  for i, key in enumerate(keys):
+  for k, key in zip(index, keys):
     if cfg.order == "index_first":
       flags = [int(f) for f in rng.integers(*FLAG_TOKENS, int(rng.integers(0, cfg.filler + 1)))]
-      tokens += [LB, INDEX_BASE + i, RB, SEMI, *flags, *key, NL]
+      tokens += [LB, INDEX_BASE + k, RB, SEMI, *flags, *key, NL]
     elif cfg.order == "index_last":
-      tokens += [SEMI, *key, LB, INDEX_BASE + i, RB, NL]
+      tokens += [SEMI, *key, LB, INDEX_BASE + k, RB, NL]
     else:
-      tokens += [SEMI, *key, INDEX_BASE + i, NL]
+      tokens += [SEMI, *key, INDEX_BASE + k, NL]
   screen_len = len(tokens)
   answer = [0] * screen_len
   for j in rng.choice(cfg.lines, queries, replace=False):
     mid = [] if cfg.order == "adjacent" else [ANSWER]
-    tokens += [GOAL, *keys[j], *mid, INDEX_BASE + int(j), NL]
+    tokens += [GOAL, *keys[j], *mid, INDEX_BASE + index[j], NL]
     answer += [0] * (1 + len(keys[j]) + len(mid)) + [1, 0]
   return tokens, answer, [1] * screen_len + [0] * (len(tokens) - screen_len)
 
@@ -319,7 +323,9 @@ def _load_state(path: str, cfg: LookupProbeConfig) -> dict | None:
     return None
   with open(path, "rb") as f:
     state = pickle.load(f)
-  saved = {k: v for k, v in state["config"].items() if k not in _RESUMABLE_CHANGES}
+  # a field added after the snapshot was written had its default then
+  defaults = {f.name: f.default for f in dataclasses.fields(LookupProbeConfig)}
+  saved = {k: v for k, v in {**defaults, **state["config"]}.items() if k not in _RESUMABLE_CHANGES}
   mine = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _RESUMABLE_CHANGES}
   if saved != mine:
     diff = sorted(k for k in mine if saved.get(k) != mine[k])

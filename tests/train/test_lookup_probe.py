@@ -1,5 +1,7 @@
 """The look-up probe's screens: answers point at the named line, held-out words never occur in training
 screens, shared-word distractors really share words, and the answer mask marks exactly the goals' answers."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,22 @@ def test_probe_resumes_from_its_snapshot_exactly(tmp_path):
     assert untimed(straight)[-1]["loss"] != untimed(straight)[0]["loss"]        # it trained between points
     with pytest.raises(ValueError, match="other settings \\(batch, learning_rate\\)"):
         run_probe(LookupProbeConfig(**{**small, "batch": 8}, steps=8, learning_rate=1e-3), state_path=state)
+
+
+def test_shuffled_ids_number_lines_with_distinct_random_indices_and_answers_copy_them():
+    cfg = LookupProbeConfig(lines=6, queries=6, key_words=1, order="adjacent", shuffle_ids=True)
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(20):
+        tokens, answer, screen = screen_row(rng, cfg, False, cfg.queries)
+        n = sum(screen)
+        lines = [tokens[i:i + 4] for i in range(0, n, 4)]           # ; w k \n
+        label_to_id = {line[1]: line[2] for line in lines}
+        ids = [line[2] for line in lines]
+        assert len(set(ids)) == 6 and all(INDEX_BASE <= k < INDEX_BASE + 50 for k in ids)
+        seen.update(ids)
+        for pos in np.flatnonzero(answer):                            # Goal w k: the answer is w's line's id
+            assert tokens[pos - 2] == GOAL and tokens[pos] == label_to_id[tokens[pos - 1]]
+    assert len(seen) > 30                                             # ids vary beyond the first six
+    in_order = screen_row(np.random.default_rng(3), dataclasses.replace(cfg, shuffle_ids=False), False, 6)[0]
+    assert [in_order[i + 2] for i in range(0, 24, 4)] == [INDEX_BASE + i for i in range(6)]
