@@ -48,6 +48,9 @@ def get_config():
         "eval_items": 256,
         "checkpoint_every": 500,
         "checkpoint_minutes": 10.0,     # also checkpoint after this much wall time
+        # > 0: this run ends cleanly after this much wall time (checkpoint, reading evaluation, exported base and
+        # card), e.g. inside a short accelerator lease; rerunning the command continues from the checkpoint
+        "max_minutes": 0.0,
         "data_threads": 2,              # Grain read threads
         # > 0: items are generated and tokenised in this many worker processes (on an accelerator host one
         # Python thread makes ~300-500 items/s, far below what the tiny model consumes); 0 on a 2-core CPU

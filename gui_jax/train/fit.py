@@ -18,6 +18,7 @@ import dataclasses
 import os
 import signal
 import threading
+import time
 from typing import Callable, Iterator, Optional, Sequence
 
 from absl import logging
@@ -85,13 +86,16 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         on_step: Optional[Callable[[int, dict], None]] = None,
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
         row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
-        after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0) -> TrainState:
+        after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0,
+        end_after_seconds: float = 0.0) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
 
     Checkpoints every `checkpoint_every` steps and, with `checkpoint_seconds` > 0, also once that much
     wall time has passed since the last save. `after_step(state, metrics)` sees the updated state (for
     evaluations during training); `on_step(step, metrics)` only the step. `first_step`: the step number a fresh
     run (no checkpoint yet) starts counting from, e.g. when it continues from a weights-only snapshot.
+    `end_after_seconds` > 0: this run ends cleanly (checkpoint saved, state returned) once that much wall time
+    has passed, so a short lease still ends with a usable result; running again continues.
 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
@@ -110,8 +114,12 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         logging.info("%s: resumed at step %d", prefix, state.step)
     buckets = DEFAULT_LENGTH_BUCKETS if length_buckets is None else tuple(length_buckets)
     pbar = progress(total=num_steps, initial=state.step, desc=prefix, leave=False)
-    steps_this_run = 0
+    steps_this_run, started = 0, time.time()
     while state.step < num_steps:
+        if end_after_seconds > 0 and time.time() - started >= end_after_seconds:
+            ckpt.save(state, {"data": data_iter.get_state()}, force=True)
+            logging.info("%s: ended at step %d after %.0f s as configured", prefix, state.step, end_after_seconds)
+            break
         if sigterm_requested():
             ckpt.save(state, {"data": data_iter.get_state()}, force=True)
             ckpt.close()

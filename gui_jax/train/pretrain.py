@@ -238,12 +238,16 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     result = {"reading": {}, "tokens_per_s": None,
               "reading_n": {prefix + name: n for prefix, ev in evals.items() for name, n in ev.counts.items()}}
 
-    def after_step(state, metrics: dict) -> None:
+    last_metrics: dict = {}
+
+    def after_step(state, metrics: dict, final: bool = False) -> None:
         step = state.step
-        if logger is not None:
+        last_metrics.update(metrics)
+        if logger is not None and not final:
             logger.write(step, {"batch_tokens": data_iter.last_tokens}, prefix="pretrain")
-        if step % cfg.eval_every and step != cfg.num_steps:
+        if step % cfg.eval_every and step != cfg.num_steps and not final:
             return
+        result["eval_step"] = step
         rate = meter.rate()
         reading = {prefix + k: v for prefix, ev in evals.items() for k, v in ev(state.params).items()}
         meter.rate()                      # restart the meter: evaluation time is not training throughput
@@ -262,6 +266,9 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                 prefix="pretrain", micro_batch_size=cfg.micro_batch_size, seed=seed,
                 checkpoint_every=cfg.checkpoint_every, checkpoint_seconds=60.0 * cfg.checkpoint_minutes,
                 stop_after_steps=cfg.get("stop_after_steps"), after_step=after_step,
-                packing=bool(cfg.packing), row_length=cfg.row_length or None, first_step=first_step)
+                packing=bool(cfg.packing), row_length=cfg.row_length or None, first_step=first_step,
+                end_after_seconds=60.0 * float(cfg.get("max_minutes", 0.0)))
+    if last_metrics and result.get("eval_step") != state.step:   # ended on time between two evaluations
+        after_step(state, last_metrics, final=True)
     agent.set_params(state.params)
     return {"steps": state.step, **result}

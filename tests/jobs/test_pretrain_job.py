@@ -117,3 +117,27 @@ def test_card_of_a_continued_run_lists_the_snapshot_phases_first(tmp_path):
                                           "snapshot `builtin:tiny-base`)")
     assert "- Losses of updates 2028-2030 (reproduction check): 0.5000, 0.5000, 0.5000" in phases[-1]
     assert "- Updates: 3 of batch 32 items" in phases[-1]
+
+
+def test_wall_time_budget_ends_with_an_evaluated_exported_base(tmp_path, monkeypatch):
+    """pretrain.max_minutes ends the run between two evaluations: the reading evaluation runs at the step
+    reached and the base is exported, so a short lease leaves a usable result (the clock is faked: one second
+    per reading in fit, so the run stops at update 3 of 6 exactly)."""
+    import itertools
+
+    from gui_jax.jobs import load_config
+    from gui_jax.jobs import pretrain as pretrain_job
+    from gui_jax.train import fit as fit_module
+    overrides = {flag.split("=")[0].removeprefix("--config."): flag.split("=")[1] for flag in TINY}
+    overrides = {k: int(v) if v.isdigit() else v for k, v in overrides.items()}
+    config = load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides,
+                         **{"pretrain.max_minutes": 3.5 / 60})
+    ticks = itertools.count()
+    monkeypatch.setattr(fit_module, "time", type("Clock", (), {"time": staticmethod(lambda: float(next(ticks)))}))
+    pretrain_job.run(config, str(tmp_path / "w"))
+    result = json.loads((tmp_path / "w" / "results.json").read_text())
+    assert result["steps"] == 3 and result["eval_step"] == 3
+    assert set(result["reading"]) and all(0.0 <= v <= 1.0 for v in result["reading"].values())
+    assert (tmp_path / "w" / "base" / "model.safetensors").exists()
+    card = (tmp_path / "w" / "base" / "README.md").read_text()
+    assert "(updates 1-3," in card and "measured at update 3." in card

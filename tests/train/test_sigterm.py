@@ -1,4 +1,5 @@
-"""SIGTERM (preemption) during `fit`: checkpoint at the step reached, exit code 143, the rerun resumes."""
+"""SIGTERM (preemption) or a wall-time budget during `fit`: checkpoint at the step reached (exit code 143 for
+SIGTERM, a normal return for the budget), the rerun resumes."""
 import os
 import signal
 import subprocess
@@ -10,14 +11,13 @@ import numpy as np
 from gui_jax.train.fit import PREEMPTED_EXIT_CODE
 
 
-def _child(workdir: str, num_steps: int) -> None:
-    """A tiny fit() run (a 4-weight model, text-only samples); prints 'step N' after each update."""
+def _tiny_fit_parts():
+    """(agent, updater, data): a 4-weight model on text-only samples whose stream position is its state."""
     import jax.numpy as jnp
     import optax
 
     from gui_jax.models.qwen2_5_vl.config import preset
     from gui_jax.rl.batch import TrainSample
-    from gui_jax.train.fit import fit
     from gui_jax.train.state import Updater
 
     class Agent:
@@ -45,11 +45,19 @@ def _child(workdir: str, num_steps: int) -> None:
         target = jnp.sum(batch["input_ids"] * batch["loss_mask"]) / 100.0
         return jnp.sum((params["w"] - target) ** 2), jnp.float32(1.0), {}
 
+    return Agent(), Updater(loss, optax.sgd(0.1)), Data()
+
+
+def _child(workdir: str, num_steps: int) -> None:
+    """A tiny fit() run; prints 'step N' after each update."""
+    from gui_jax.train.fit import fit
+
     def on_step(step, metrics):
         print(f"step {step}", flush=True)
         time.sleep(0.1)
 
-    fit(Agent(), Updater(loss, optax.sgd(0.1)), Data(), num_steps=num_steps, workdir=workdir, logger=None,
+    agent, updater, data = _tiny_fit_parts()
+    fit(agent, updater, data, num_steps=num_steps, workdir=workdir, logger=None,
         prefix="sigterm-test", micro_batch_size=1, checkpoint_every=10_000, on_step=on_step)
     print("finished", flush=True)
 
@@ -80,6 +88,28 @@ def test_sigterm_checkpoints_and_resume_continues(tmp_path):
     out = proc.communicate(timeout=120)[0].split()
     assert proc.returncode == 0
     assert " ".join(out) == f"step {reached + 1} step {reached + 2} finished"
+
+
+def test_end_after_seconds_saves_and_returns_then_the_rerun_continues(tmp_path, monkeypatch):
+    """A wall-time budget ends the run cleanly (no exception) with a checkpoint at the step reached; the clock is
+    faked (one second per reading) so the step it stops at is exact."""
+    import itertools
+
+    from gui_jax.train import fit as fit_module
+    from gui_jax.train.checkpoint import Checkpointer
+    ticks = itertools.count()
+    monkeypatch.setattr(fit_module, "time", type("Clock", (), {"time": staticmethod(lambda: float(next(ticks)))}))
+    agent, updater, data = _tiny_fit_parts()
+    state = fit_module.fit(agent, updater, data, num_steps=100, workdir=str(tmp_path), logger=None, prefix="budget",
+                           micro_batch_size=1, checkpoint_every=10_000, end_after_seconds=3.5)
+    assert state.step == 3 and data.i == 3          # readings 1, 2, 3 are under 3.5 s; reading 4 ends the run
+    ck = Checkpointer(str(tmp_path / "checkpoints"))
+    assert list(ck.manager.all_steps()) == [3]
+    ck.close()
+    agent, updater, data = _tiny_fit_parts()
+    state = fit_module.fit(agent, updater, data, num_steps=5, workdir=str(tmp_path), logger=None, prefix="budget",
+                           micro_batch_size=1, checkpoint_every=10_000)
+    assert state.step == 5 and data.i == 5          # resumed at 3 with the stream's position
 
 
 if __name__ == "__main__":
