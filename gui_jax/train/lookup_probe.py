@@ -83,6 +83,15 @@ class LookupProbeConfig:
                                        # `steps` (shared-word keys need ≥ 4 lines)
   checkpoint_seconds: float = 300.0    # with a state_path: a resumable snapshot (params, Adam state, data stream,
                                        # curve) this often and at the end (0: after every step)
+  answer_token: bool = True            # goals end "Goal w… Answer k"; False: "Goal w… k" (the answer follows the
+                                       # label's last token, as in `adjacent`)
+  init_gain: float = 0.0               # > 0: every weight matrix but the embedding starts at std gain/√fan_in
+                                       # instead of 0.02 (at width 128, 0.02 is a gain of 0.23 per matrix, so a
+                                       # two-hop circuit starts ~1e-3 strong and sits on a long plateau)
+  pointer_weight: float = 0.0          # > 0 (index_first only): + w · cross-entropy of two attention patterns:
+                                       # layer 0 head 0 from each label token to its line's index token, and the
+                                       # last layer's head 0 from each answer-predicting token to the matched
+                                       # line's last label token (tiny model; the answer loss is unchanged)
   advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
                                        # last 100 steps reaches this (its steps become a maximum), so the
                                        # screens grow only after the look-up has formed on the smaller ones
@@ -97,6 +106,11 @@ class LookupProbeConfig:
     if self.min_lines and not self.queries <= self.min_lines <= self.lines:
       raise ValueError(f"min_lines ({self.min_lines}) must be 0 or within [queries ({self.queries}), lines "
                        f"({self.lines})]")
+    if self.pointer_weight and (self.order != "index_first" or self.model != "tiny"):
+      raise ValueError(f"pointer_weight needs order='index_first' and model='tiny' (the pointer targets are the "
+                       f"line's index before its label), got order={self.order!r}, model={self.model!r}")
+    if self.pointer_weight < 0 or self.init_gain < 0:
+      raise ValueError(f"pointer_weight ({self.pointer_weight}) and init_gain ({self.init_gain}) must be ≥ 0")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
@@ -210,7 +224,7 @@ def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool,
   screen_len = len(tokens)
   answer = [0] * screen_len
   for j in rng.choice(cfg.lines, queries, replace=False):
-    mid = [] if cfg.order == "adjacent" else [ANSWER]
+    mid = [] if cfg.order == "adjacent" or not cfg.answer_token else [ANSWER]
     tokens += [GOAL, *keys[j], *mid, INDEX_BASE + index[j], NL]
     answer += [0] * (1 + len(keys[j]) + len(mid)) + [1, 0]
   return tokens, answer, [1] * screen_len + [0] * (len(tokens) - screen_len)
@@ -227,6 +241,37 @@ def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: boo
     for arr, vals in zip(out, row):
       arr[b, :len(vals)] = vals
   return tuple(out)
+
+
+def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
+  """The attention targets of `pointer_weight` for index_first batches (arrays of `lookup_batch`):
+  (index_pos [B, L] int32 = the position of the line's index token at each screen label token, label [B, L] f32 =
+  1 there; match_pos [B, L] int32 = at each answer token t, the position of the last label token of the line
+  whose index is ids[t]: the head at t - 1 should look there)."""
+  index_pos = np.zeros(ids.shape, np.int32)
+  label = np.zeros(ids.shape, np.float32)
+  match_pos = np.zeros(ids.shape, np.int32)
+  for r in range(ids.shape[0]):
+    n = int(screen[r].sum())
+    last_label, index_at = {}, 0
+    for t in range(n):
+      if ids[r, t] == LB:
+        index_at = t + 1
+      elif ids[r, t] >= 100:                  # a label (word or piece) token
+        index_pos[r, t], label[r, t] = index_at, 1.0
+        last_label[int(ids[r, index_at])] = t
+    for t in np.nonzero(answer[r])[0]:
+      match_pos[r, t] = last_label[int(ids[r, t])]
+  return index_pos, label, match_pos
+
+
+def rescale_init(params, gain: float):
+  """Every 2-D weight but the token embedding from std 0.02 to std gain/√fan_in (params as initialised)."""
+  def one(path, x):
+    name = "/".join(str(getattr(k, "key", k)) for k in path)
+    parts = name.split("/")
+    return x * (gain / np.sqrt(x.shape[0]) / 0.02) if x.ndim == 2 and not {"embed", "embed_tokens"} & set(parts) else x
+  return jax.tree_util.tree_map_with_path(one, params)
 
 
 # ------------------------------------------------------------------ the minimal reference decoder
@@ -274,15 +319,19 @@ def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
 
 # ------------------------------------------------------------------ training
 def _model_fns(cfg: LookupProbeConfig):
-  """(params, hidden_fn(params, ids) -> [B, L, H], logits_fn(params, hidden) -> [..., V])."""
+  """(params, hidden_fn(params, ids) -> (final hidden [B, L, H], log-attention of head 0 in the first and the last
+  layer [B, L, L] each, or None for the reference model), logits_fn(params, hidden) -> [..., V])."""
   from flax import nnx
 
   from gui_jax.models.qwen2_5_vl.config import tiny
+  from gui_jax.models.qwen2_5_vl.layers import apply_rope
   from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
+  from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
   base = tiny()
   if cfg.model == "reference":
     params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers)
-    return (params, lambda p, ids: reference_hidden(p, ids, cfg.heads),
+    params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
+    return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads), None, None),
             lambda p, h: h @ p["embed"].T)
   half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
   t_band = half // 4
@@ -294,11 +343,27 @@ def _model_fns(cfg: LookupProbeConfig):
                            tie_word_embeddings=cfg.tie_embeddings)
   graphdef, params, rest = nnx.split(Qwen25VLForConditionalGeneration(model_cfg, rngs=nnx.Rngs(cfg.seed)),
                                      nnx.Param, ...)
+  params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
+
+  def head0_log_attention(lm, layer_input, cos, sin, index):
+    """Causal log-softmax scores [B, L, L] of query head 0 of layer `index` (its kv head is kv head 0)."""
+    layer = lm.layers[index]
+    x, att = layer.input_layernorm(layer_input), layer.self_attn
+    b, length, _ = x.shape
+    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, 0]
+    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[:, :, 0]
+    scores = jnp.einsum("bqd,bkd->bqk", q, k) * att.head_dim ** -0.5
+    return jax.nn.log_softmax(jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e30), -1)
 
   def hidden_fn(p, ids):
-    model = nnx.merge(graphdef, p, rest)
+    lm = nnx.merge(graphdef, p, rest).language_model
     positions = jnp.broadcast_to(jnp.arange(ids.shape[1])[None, None], (3,) + ids.shape)
-    return model.language_model(model.language_model.embed(ids), positions, ids > 0)[0]
+    hidden, layer_inputs, _ = lm(lm.embed(ids), positions, ids > 0, output_hidden_states=bool(cfg.pointer_weight))
+    if not cfg.pointer_weight:
+      return hidden, None, None
+    cos, sin = mrope_cos_sin(positions, model_cfg.text)
+    return (hidden, head0_log_attention(lm, layer_inputs[0], cos, sin, 0),
+            head0_log_attention(lm, layer_inputs[-2], cos, sin, cfg.layers - 1))
 
   return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
 
@@ -345,8 +410,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   params, hidden_fn, logits_fn = _model_fns(cfg)
   n_answers = cfg.queries
 
-  def loss_acc(p, ids, answer, screen):
-    hidden = hidden_fn(p, ids)
+  def loss_acc(p, ids, answer, screen, index_pos, label, match_pos):
+    hidden, first_att, last_att = hidden_fn(p, ids)
     pos = jnp.argsort(-answer, axis=1, stable=True)[:, :n_answers]   # answer positions first
     picked = jnp.take_along_axis(hidden, (pos - 1)[..., None], 1)       # the states that predict them
     logp = jax.nn.log_softmax(logits_fn(p, picked).astype(jnp.float32))
@@ -360,6 +425,11 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
       lm_nll = -jnp.take_along_axis(lm_logp, ids[:, 1:, None], -1)[..., 0]
       m = screen[:, 1:] * screen[:, :-1]
       loss = loss + cfg.screen_lm_weight * (lm_nll * m).sum() / m.sum()
+    if cfg.pointer_weight:   # label tokens -> their index (layer 0); answer predictors -> the matched label
+      first = -jnp.take_along_axis(first_att, index_pos[..., None], -1)[..., 0]
+      last = -jnp.take_along_axis(last_att[:, :-1], match_pos[:, 1:, None], -1)[..., 0]
+      loss = loss + cfg.pointer_weight * ((first * label).sum() / jnp.maximum(label.sum(), 1.0)
+                                          + (last * answer[:, 1:]).sum() / answer[:, 1:].sum())
     return loss, acc
 
   schedule = optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1))
@@ -367,8 +437,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   opt_state = opt.init(params)
 
   @jax.jit
-  def step(p, o, ids, answer, screen):
-    (loss, acc), grads = jax.value_and_grad(loss_acc, has_aux=True)(p, ids, answer, screen)
+  def step(p, o, *batch):
+    (loss, acc), grads = jax.value_and_grad(loss_acc, has_aux=True)(p, *batch)
     updates, o = opt.update(grads, o, p)
     return optax.apply_updates(p, updates), o, loss, acc
 
@@ -377,7 +447,13 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   stages = cfg.stages()
   stage_cfgs = [dataclasses.replace(cfg, lines=lines, key_words=words, curriculum="", min_lines=min(cfg.min_lines, lines))
                 for lines, words, _ in stages]
-  held_out = [[lookup_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
+  def make_batch(rng, c, held_out, n, queries):   # lookup_batch plus the pointer targets (zeros when unused)
+    ids, answer, screen = lookup_batch(rng, c, held_out, n, queries)
+    targets = (pointer_targets(ids, answer, screen) if cfg.pointer_weight else
+               (np.zeros_like(ids), np.zeros_like(answer), np.zeros_like(ids)))
+    return (ids, answer, screen, *targets)
+
+  held_out = [[make_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
               for c in stage_cfgs]   # the last entry: the target shape
 
   def held_out_acc(batches) -> float:
@@ -406,7 +482,7 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
     if stage < len(stages) - 1 and (in_stage >= stages[stage][2] or (
         cfg.advance_at > 0 and len(recent) == 100 and np.mean(recent) >= cfg.advance_at)):
       stage, in_stage, recent = stage + 1, 0, []
-    params, opt_state, loss, acc = step(params, opt_state, *lookup_batch(rng, stage_cfgs[stage], False,
+    params, opt_state, loss, acc = step(params, opt_state, *make_batch(rng, stage_cfgs[stage], False,
                                                                          cfg.batch, cfg.queries))
     in_stage += 1
     recent = (recent + [float(acc)])[-100:] if cfg.advance_at > 0 else recent

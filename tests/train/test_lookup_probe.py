@@ -173,3 +173,35 @@ def test_shuffled_ids_number_lines_with_distinct_random_indices_and_answers_copy
     assert len(seen) > 30                                             # ids vary beyond the first six
     in_order = screen_row(np.random.default_rng(3), dataclasses.replace(cfg, shuffle_ids=False), False, 6)[0]
     assert [in_order[i + 2] for i in range(0, 24, 4)] == [INDEX_BASE + i for i in range(6)]
+
+
+def test_pointer_targets_point_label_tokens_at_their_index_and_answers_at_the_matched_label():
+    from gui_jax.train.lookup_probe import LB, pointer_targets
+    cfg = LookupProbeConfig(lines=6, queries=3, key_words=2, order="index_first", shuffle_ids=True,
+                            answer_token=False, filler=1)
+    ids, answer, screen = lookup_batch(np.random.default_rng(5), cfg, False, 4, 3)
+    index_pos, label, match_pos = pointer_targets(ids, answer, screen)
+    for r in range(4):
+        for t in np.nonzero(label[r])[0]:              # a label token looks at the index of its own line
+            line_start = max(i for i in range(t) if ids[r, i] == LB)
+            assert screen[r, t] == 1 and ids[r, t] >= 100 and index_pos[r, t] == line_start + 1
+        assert label[r].sum() == 6 * 2                 # every label token of the screen, and nothing else
+        for t in np.nonzero(answer[r])[0]:             # "Goal a b k": the goal's last word is right before k
+            m = match_pos[r, t]
+            assert ids[r, t - 1] == ids[r, m] and ids[r, m + 1] == NL and index_pos[r, m] > 0
+            assert ids[r, index_pos[r, m]] == ids[r, t]    # the matched line carries the answer's index
+    assert not (ids == 8).any()                        # answer_token=False: no Answer token
+
+
+def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
+    import jax
+    from gui_jax.train.lookup_probe import rescale_init
+    params = reference_init(jax.random.key(0), 300, 64, 2)
+    out = rescale_init(params, 1.0)
+    np.testing.assert_array_equal(out["embed"], params["embed"])
+    np.testing.assert_allclose(out["layers"][0]["q"], params["layers"][0]["q"] / 0.02 / 8.0, rtol=1e-6)
+    np.testing.assert_allclose(out["layers"][1]["down"], params["layers"][1]["down"] / 0.02 / np.sqrt(192),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(out["layers"][0]["norm1"], params["layers"][0]["norm1"])
+    with pytest.raises(ValueError, match="pointer_weight needs order='index_first'"):
+        LookupProbeConfig(pointer_weight=1.0, order="adjacent")
