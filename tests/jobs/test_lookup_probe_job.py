@@ -19,8 +19,8 @@ def test_job_writes_the_curve_everywhere(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     result = json.loads((tmp_path / "out" / "results.json").read_text())
     curve = result["curve"]
-    assert [c["step"] for c in curve] == [2, 4] and [c["lines"] for c in curve] == [2, 4]
-    assert result["config"]["layers"] == 1 and result["chance"] == 0.25
+    assert [c["step"] for c in curve] == [2, 4] and [c["lines"] for c in curve] == [2, 8]
+    assert result["config"]["layers"] == 1 and result["chance"] == 0.125
     logged = {}
     for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines():
         rec = json.loads(line)
