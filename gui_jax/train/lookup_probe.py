@@ -92,6 +92,8 @@ class LookupProbeConfig:
                                        # layer 0 head 0 from each label token to its line's index token, and the
                                        # last layer's head 0 from each answer-predicting token to the matched
                                        # line's last label token (tiny model; the answer loss is unchanged)
+  pointer_label_start: bool = False    # with pointer_weight: also layer 0 head 1 from every label token (screen and
+                                       # goal) to its label's first token, so a multi-word label is matched whole
   advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
                                        # last 100 steps reaches this (its steps become a maximum), so the
                                        # screens grow only after the look-up has formed on the smaller ones
@@ -109,6 +111,9 @@ class LookupProbeConfig:
     if self.pointer_weight and (self.order != "index_first" or self.model != "tiny"):
       raise ValueError(f"pointer_weight needs order='index_first' and model='tiny' (the pointer targets are the "
                        f"line's index before its label), got order={self.order!r}, model={self.model!r}")
+    if self.pointer_label_start and (not self.pointer_weight or self.heads < 2):
+      raise ValueError(f"pointer_label_start needs pointer_weight > 0 and heads ≥ 2, got {self.pointer_weight}, "
+                       f"{self.heads}")
     if self.pointer_weight < 0 or self.init_gain < 0:
       raise ValueError(f"pointer_weight ({self.pointer_weight}) and init_gain ({self.init_gain}) must be ≥ 0")
     if not 0.0 <= self.advance_at <= 1.0:
@@ -247,11 +252,20 @@ def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
   """The attention targets of `pointer_weight` for index_first batches (arrays of `lookup_batch`):
   (index_pos [B, L] int32 = the position of the line's index token at each screen label token, label [B, L] f32 =
   1 there; match_pos [B, L] int32 = at each answer token t, the position of the last label token of the line
-  whose index is ids[t]: the head at t - 1 should look there)."""
+  whose index is ids[t]: the head at t - 1 should look there; start_pos [B, L] int32 = at every label token of
+  the screen or a goal, the position of its label's first token)."""
   index_pos = np.zeros(ids.shape, np.int32)
   label = np.zeros(ids.shape, np.float32)
   match_pos = np.zeros(ids.shape, np.int32)
+  start_pos = np.zeros(ids.shape, np.int32)
   for r in range(ids.shape[0]):
+    start = None
+    for t in range(ids.shape[1]):
+      if ids[r, t] >= 100:
+        start = t if start is None else start
+        start_pos[r, t] = start
+      elif ids[r, t] < FLAG_TOKENS[0] or ids[r, t] >= FLAG_TOKENS[1]:   # flags sit inside a line's label part
+        start = None
     n = int(screen[r].sum())
     last_label, index_at = {}, 0
     for t in range(n):
@@ -262,7 +276,7 @@ def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
         last_label[int(ids[r, index_at])] = t
     for t in np.nonzero(answer[r])[0]:
       match_pos[r, t] = last_label[int(ids[r, t])]
-  return index_pos, label, match_pos
+  return index_pos, label, match_pos, start_pos
 
 
 def rescale_init(params, gain: float):
@@ -319,8 +333,9 @@ def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
 
 # ------------------------------------------------------------------ training
 def _model_fns(cfg: LookupProbeConfig):
-  """(params, hidden_fn(params, ids) -> (final hidden [B, L, H], log-attention of head 0 in the first and the last
-  layer [B, L, L] each, or None for the reference model), logits_fn(params, hidden) -> [..., V])."""
+  """(params, hidden_fn(params, ids) -> (final hidden [B, L, H], the supervised heads' log-attention [B, L, L]:
+  () without pointer_weight, else head 0 of the first and of the last layer [and head 1 of the first]),
+  logits_fn(params, hidden) -> [..., V])."""
   from flax import nnx
 
   from gui_jax.models.qwen2_5_vl.config import tiny
@@ -331,7 +346,7 @@ def _model_fns(cfg: LookupProbeConfig):
   if cfg.model == "reference":
     params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers)
     params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
-    return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads), None, None),
+    return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads), ()),
             lambda p, h: h @ p["embed"].T)
   half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
   t_band = half // 4
@@ -345,13 +360,14 @@ def _model_fns(cfg: LookupProbeConfig):
                                      nnx.Param, ...)
   params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
 
-  def head0_log_attention(lm, layer_input, cos, sin, index):
-    """Causal log-softmax scores [B, L, L] of query head 0 of layer `index` (its kv head is kv head 0)."""
+  def head_log_attention(lm, layer_input, cos, sin, index, head=0):
+    """Causal log-softmax scores [B, L, L] of query head `head` of layer `index`."""
     layer = lm.layers[index]
     x, att = layer.input_layernorm(layer_input), layer.self_attn
     b, length, _ = x.shape
-    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, 0]
-    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[:, :, 0]
+    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
+    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
+        :, :, head // (att.num_heads // att.num_kv)]
     scores = jnp.einsum("bqd,bkd->bqk", q, k) * att.head_dim ** -0.5
     return jax.nn.log_softmax(jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e30), -1)
 
@@ -360,10 +376,13 @@ def _model_fns(cfg: LookupProbeConfig):
     positions = jnp.broadcast_to(jnp.arange(ids.shape[1])[None, None], (3,) + ids.shape)
     hidden, layer_inputs, _ = lm(lm.embed(ids), positions, ids > 0, output_hidden_states=bool(cfg.pointer_weight))
     if not cfg.pointer_weight:
-      return hidden, None, None
+      return hidden, ()
     cos, sin = mrope_cos_sin(positions, model_cfg.text)
-    return (hidden, head0_log_attention(lm, layer_inputs[0], cos, sin, 0),
-            head0_log_attention(lm, layer_inputs[-2], cos, sin, cfg.layers - 1))
+    heads = [head_log_attention(lm, layer_inputs[0], cos, sin, 0),
+             head_log_attention(lm, layer_inputs[-2], cos, sin, cfg.layers - 1)]
+    if cfg.pointer_label_start:
+      heads.append(head_log_attention(lm, layer_inputs[0], cos, sin, 0, head=1))
+    return hidden, tuple(heads)
 
   return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
 
@@ -410,8 +429,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   params, hidden_fn, logits_fn = _model_fns(cfg)
   n_answers = cfg.queries
 
-  def loss_acc(p, ids, answer, screen, index_pos, label, match_pos):
-    hidden, first_att, last_att = hidden_fn(p, ids)
+  def loss_acc(p, ids, answer, screen, index_pos, label, match_pos, start_pos):
+    hidden, heads = hidden_fn(p, ids)
     pos = jnp.argsort(-answer, axis=1, stable=True)[:, :n_answers]   # answer positions first
     picked = jnp.take_along_axis(hidden, (pos - 1)[..., None], 1)       # the states that predict them
     logp = jax.nn.log_softmax(logits_fn(p, picked).astype(jnp.float32))
@@ -426,10 +445,14 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
       m = screen[:, 1:] * screen[:, :-1]
       loss = loss + cfg.screen_lm_weight * (lm_nll * m).sum() / m.sum()
     if cfg.pointer_weight:   # label tokens -> their index (layer 0); answer predictors -> the matched label
-      first = -jnp.take_along_axis(first_att, index_pos[..., None], -1)[..., 0]
-      last = -jnp.take_along_axis(last_att[:, :-1], match_pos[:, 1:, None], -1)[..., 0]
+      first = -jnp.take_along_axis(heads[0], index_pos[..., None], -1)[..., 0]
+      last = -jnp.take_along_axis(heads[1][:, :-1], match_pos[:, 1:, None], -1)[..., 0]
       loss = loss + cfg.pointer_weight * ((first * label).sum() / jnp.maximum(label.sum(), 1.0)
                                           + (last * answer[:, 1:]).sum() / answer[:, 1:].sum())
+      if cfg.pointer_label_start:
+        in_label = (ids >= 100).astype(jnp.float32)
+        start = -jnp.take_along_axis(heads[2], start_pos[..., None], -1)[..., 0]
+        loss = loss + cfg.pointer_weight * (start * in_label).sum() / jnp.maximum(in_label.sum(), 1.0)
     return loss, acc
 
   schedule = optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1))
@@ -450,7 +473,7 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   def make_batch(rng, c, held_out, n, queries):   # lookup_batch plus the pointer targets (zeros when unused)
     ids, answer, screen = lookup_batch(rng, c, held_out, n, queries)
     targets = (pointer_targets(ids, answer, screen) if cfg.pointer_weight else
-               (np.zeros_like(ids), np.zeros_like(answer), np.zeros_like(ids)))
+               (np.zeros_like(ids), np.zeros_like(answer), np.zeros_like(ids), np.zeros_like(ids)))
     return (ids, answer, screen, *targets)
 
   held_out = [[make_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]

@@ -180,7 +180,7 @@ def test_pointer_targets_point_label_tokens_at_their_index_and_answers_at_the_ma
     cfg = LookupProbeConfig(lines=6, queries=3, key_words=2, order="index_first", shuffle_ids=True,
                             answer_token=False, filler=1)
     ids, answer, screen = lookup_batch(np.random.default_rng(5), cfg, False, 4, 3)
-    index_pos, label, match_pos = pointer_targets(ids, answer, screen)
+    index_pos, label, match_pos, start_pos = pointer_targets(ids, answer, screen)
     for r in range(4):
         for t in np.nonzero(label[r])[0]:              # a label token looks at the index of its own line
             line_start = max(i for i in range(t) if ids[r, i] == LB)
@@ -190,6 +190,10 @@ def test_pointer_targets_point_label_tokens_at_their_index_and_answers_at_the_ma
             m = match_pos[r, t]
             assert ids[r, t - 1] == ids[r, m] and ids[r, m + 1] == NL and index_pos[r, m] > 0
             assert ids[r, index_pos[r, m]] == ids[r, t]    # the matched line carries the answer's index
+        for t in np.nonzero(ids[r] >= 100)[0]:         # every label token (screen or goal): its label's first token
+            first = start_pos[r, t]
+            assert first <= t and ids[r, first] >= 100 and ids[r, first - 1] in (GOAL, 5) + tuple(range(60, 64))
+            assert all(ids[r, i] >= 100 or 60 <= ids[r, i] < 64 for i in range(first, t + 1))
     assert not (ids == 8).any()                        # answer_token=False: no Answer token
 
 
