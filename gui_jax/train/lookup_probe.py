@@ -283,8 +283,9 @@ def rescale_init(params, gain: float):
   """Every 2-D weight but the token embedding from std 0.02 to std gain/√fan_in (params as initialised)."""
   def one(path, x):
     name = "/".join(str(getattr(k, "key", k)) for k in path)
-    parts = name.split("/")
-    return x * (gain / np.sqrt(x.shape[0]) / 0.02) if x.ndim == 2 and not {"embed", "embed_tokens"} & set(parts) else x
+    if x.ndim != 2 or {"embed", "embed_tokens"} & set(name.split("/")):
+      return x
+    return x * (gain / np.sqrt(x.shape[0]) / 0.02)
   return jax.tree_util.tree_map_with_path(one, params)
 
 
@@ -332,6 +333,19 @@ def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
 
 
 # ------------------------------------------------------------------ training
+def head_log_attention(layer, layer_input, cos, sin, head: int = 0):
+  """Causal log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its
+  input [B, L, H] (the residual stream before its norm) and M-RoPE cos/sin [B, L, hd]; padding must trail."""
+  from gui_jax.models.qwen2_5_vl.layers import apply_rope
+  x, att = layer.input_layernorm(layer_input), layer.self_attn
+  b, length, _ = x.shape
+  q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
+  k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
+      :, :, head // (att.num_heads // att.num_kv)]
+  scores = jnp.einsum("bqd,bkd->bqk", q, k) * att.head_dim ** -0.5
+  return jax.nn.log_softmax(jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e30), -1)
+
+
 def _model_fns(cfg: LookupProbeConfig):
   """(params, hidden_fn(params, ids) -> (final hidden [B, L, H], the supervised heads' log-attention [B, L, L]:
   () without pointer_weight, else head 0 of the first and of the last layer [and head 1 of the first]),
@@ -339,7 +353,6 @@ def _model_fns(cfg: LookupProbeConfig):
   from flax import nnx
 
   from gui_jax.models.qwen2_5_vl.config import tiny
-  from gui_jax.models.qwen2_5_vl.layers import apply_rope
   from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
   from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
   base = tiny()
@@ -360,17 +373,6 @@ def _model_fns(cfg: LookupProbeConfig):
                                      nnx.Param, ...)
   params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
 
-  def head_log_attention(lm, layer_input, cos, sin, index, head=0):
-    """Causal log-softmax scores [B, L, L] of query head `head` of layer `index`."""
-    layer = lm.layers[index]
-    x, att = layer.input_layernorm(layer_input), layer.self_attn
-    b, length, _ = x.shape
-    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
-    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
-        :, :, head // (att.num_heads // att.num_kv)]
-    scores = jnp.einsum("bqd,bkd->bqk", q, k) * att.head_dim ** -0.5
-    return jax.nn.log_softmax(jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e30), -1)
-
   def hidden_fn(p, ids):
     lm = nnx.merge(graphdef, p, rest).language_model
     positions = jnp.broadcast_to(jnp.arange(ids.shape[1])[None, None], (3,) + ids.shape)
@@ -378,10 +380,10 @@ def _model_fns(cfg: LookupProbeConfig):
     if not cfg.pointer_weight:
       return hidden, ()
     cos, sin = mrope_cos_sin(positions, model_cfg.text)
-    heads = [head_log_attention(lm, layer_inputs[0], cos, sin, 0),
-             head_log_attention(lm, layer_inputs[-2], cos, sin, cfg.layers - 1)]
+    heads = [head_log_attention(lm.layers[0], layer_inputs[0], cos, sin),
+             head_log_attention(lm.layers[-1], layer_inputs[-2], cos, sin)]
     if cfg.pointer_label_start:
-      heads.append(head_log_attention(lm, layer_inputs[0], cos, sin, 0, head=1))
+      heads.append(head_log_attention(lm.layers[0], layer_inputs[0], cos, sin, head=1))
     return hidden, tuple(heads)
 
   return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
