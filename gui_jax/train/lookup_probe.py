@@ -282,8 +282,7 @@ def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
 def rescale_init(params, gain: float):
   """Every 2-D weight but the token embedding from std 0.02 to std gain/√fan_in (params as initialised)."""
   def one(path, x):
-    name = "/".join(str(getattr(k, "key", k)) for k in path)
-    if x.ndim != 2 or {"embed", "embed_tokens"} & set(name.split("/")):
+    if x.ndim != 2 or {"embed", "embed_tokens"} & {str(getattr(k, "key", k)) for k in path}:
       return x
     return x * (gain / np.sqrt(x.shape[0]) / 0.02)
   return jax.tree_util.tree_map_with_path(one, params)
