@@ -55,6 +55,14 @@ def get_config():
         # > 0: items are generated and tokenised in this many worker processes (on an accelerator host one
         # Python thread makes ~300-500 items/s, far below what the tiny model consumes); 0 on a 2-core CPU
         "data_workers": 0,
+        # > 0: + this weight x the attention cross-entropy of supervised look-up hops on tap/home items
+        # (gui_jax/train/attention_pointers.py): what made the look-up learnable in the synthetic probe
+        "pointer_weight": 0.0,
+        # hop=layer.head for the hops index_first, index_last, label_bag, goal, match (layer -1: the last)
+        "pointer_layout": "index_first=0.0,label_bag=0.1,index_last=0.2,goal=1.0,match=-1.0",
+        # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
+        "init_gain": 0.0,
+        "init_residual_gain": 1.0,      # with init_gain: attention o_proj and MLP down_proj start this much smaller
         "export_dtype": "bfloat16",     # the exported base's weights ('' = the params' dtype)
         # continue from a weights-only snapshot taken at this update: set model.checkpoint to the snapshot and
         # first_step to its update (the stream and the curriculum resume there; AdamW restarts with its warm-up)

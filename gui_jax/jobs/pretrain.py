@@ -120,6 +120,10 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
+        f"- Supervised attention: pointer_weight {cfg.get('pointer_weight', 0.0)}"
+        + (f" on hops {cfg.pointer_layout}" if cfg.get("pointer_weight", 0.0) else "")
+        + f"; init gain {cfg.get('init_gain', 0.0) or 'std 0.02'}"
+        + (f", residual outputs x{cfg.init_residual_gain}" if cfg.get("init_gain", 0.0) else ""),
         f"- Updates: {out['steps'] - start} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
         f"{f' ({uncounted} updates estimated at the mean)' if uncounted else ''}; AdamW lr "
         f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
@@ -171,6 +175,15 @@ def run(config, workdir: str) -> None:
                        f"{prompt_cfg.max_ui_lines}; raise prompt.max_ui_lines")
     os.makedirs(workdir, exist_ok=True)
     agent = Agent(config, seed=config.seed)
+    if float(cfg.get("init_gain", 0.0)) > 0 and not config.model.checkpoint:   # a checkpoint resumes over it
+        from gui_jax.models.qwen2_5_vl.layers import rescale_init
+        agent.set_params(rescale_init(agent.params, float(cfg.init_gain), under="language_model",
+                                      residual_gain=float(cfg.get("init_residual_gain", 1.0))))
+    try:
+        from gui_jax.train.pretrain import pointer_layout
+        pointer_layout(cfg, agent.model_config)
+    except ValueError as e:
+        raise RunError(f"pretrain.pointer_layout: {e}") from None
     logger = MetricsLogger(workdir)
     start, segment, hardware = time.time(), time.strftime("%Y-%m-%dT%H:%M:%S"), _hardware()
 

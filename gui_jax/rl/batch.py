@@ -55,6 +55,7 @@ class TrainSample:
     ref_logprobs: Optional[np.ndarray] = None   # float32 [R]
     pixel_values: Optional[np.ndarray] = None   # [patches, D]
     image_grid_thw: Optional[np.ndarray] = None  # [n_images, 3]
+    pointers: Optional[np.ndarray] = None       # int32 [K, 4] attention targets (train/attention_pointers.py)
 
     def __post_init__(self):
         self.prompt_ids = np.asarray(self.prompt_ids, np.int32).reshape(-1)
@@ -158,6 +159,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
     target_pos = np.zeros((n_rows, resp_len), np.int32)
     target_valid = np.zeros((n_rows, resp_len), bool)
     pixels, grids = [[] for _ in range(n_rows)], [[] for _ in range(n_rows)]  # per row
+    pointer_rows = [[] for _ in range(n_rows)]
     for i, group in enumerate(groups):
         at, r_at = 0, 0  # next free column; next free target slot
         for k, s in enumerate(group):
@@ -184,6 +186,8 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
             pos[:, i, sl] = seg_pos[:, 0]
             target_pos[i, r_at:r_at + r] = np.arange(at + p, at + p + r)
             target_valid[i, r_at:r_at + r] = True
+            if s.pointers is not None:  # (hop, query, lo, hi): positions move with the segment
+                pointer_rows[i].append(np.asarray(s.pointers, np.int32).reshape(-1, 4) + np.asarray([0, at, at, at]))
             at, r_at = at + p + r, r_at + r
     for i in range(len(groups), n_rows):
         attn[i, 0] = True  # filler row: one pad token so every row has a valid position
@@ -193,6 +197,8 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
              "advantages": adv, "old_logp": old, "ref_logp": ref, "position_ids": pos}
     if with_segment_ids:
         batch["segment_ids"] = seg
+    if any(pointer_rows):
+        batch["pointers"] = _pointer_array(pointer_rows)
     if any(pixels):
         if getattr(model_cfg, "vision_per_row", False):
             batch["pixel_values"], batch["vision_layout"] = per_row_vision_inputs(pixels, grids, model_cfg.vision)
@@ -202,6 +208,17 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
                 unit_buckets=PATCH_UNIT_BUCKETS_POW2)
     return batch
 
+
+
+def _pointer_array(rows: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """int32 [rows, K, 4] of the rows' pointers, K a power of two ≥ 64 (few compiled shapes); padding rows
+    are (−1, 0, 0, −1): no hop, an empty key range."""
+    per_row = [np.concatenate(r) if r else np.zeros((0, 4), np.int32) for r in rows]
+    k = max(64, 1 << int(np.ceil(np.log2(max(1, max(len(r) for r in per_row))))))
+    out = np.tile(np.asarray([-1, 0, 0, -1], np.int32), (len(rows), k, 1))
+    for i, r in enumerate(per_row):
+        out[i, :len(r)] = r
+    return out
 
 
 def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int,
@@ -263,9 +280,10 @@ def _accepts_segment_ids(model) -> bool:
         return False
 
 
-def model_forward_logprobs(model, batch: dict, *, with_hidden: bool = False):
+def model_forward_logprobs(model, batch: dict, *, with_hidden: bool = False, with_layers: bool = False):
     """(token logprobs [B, L], target logits [B, R, V]) on a batch from `build_batch` (and the last
-    hidden states [B, L, H] with `with_hidden`, for losses on other positions).
+    hidden states [B, L, H] with `with_hidden`, for losses on other positions; with `with_layers` also the
+    residual stream before each layer: a tuple of [B, L, H], input of layer l at index l).
 
     Only the R target (response) positions go through the LM head: logits at position k − 1
     score token k. logp is scattered back to [B, L] (0 elsewhere); target logits row r scores
@@ -280,7 +298,8 @@ def model_forward_logprobs(model, batch: dict, *, with_hidden: bool = False):
         kw["segment_ids"] = batch["segment_ids"]
     out = model(batch["input_ids"], attention_mask=batch["attention_mask"],
                 pixel_values=batch.get("pixel_values"), position_ids=batch["position_ids"],
-                vision_layout=batch.get("vision_layout"), compute_logits=False, **kw)
+                vision_layout=batch.get("vision_layout"), compute_logits=False, output_hidden_states=with_layers,
+                **kw)
     pos = jnp.asarray(batch["target_positions"])
     valid = jnp.asarray(batch["target_valid"])
     hidden = jnp.take_along_axis(out.last_hidden_state, jnp.maximum(pos - 1, 0)[..., None], axis=1)
@@ -290,4 +309,5 @@ def model_forward_logprobs(model, batch: dict, *, with_hidden: bool = False):
     picked = jnp.where(valid, jnp.take_along_axis(lp, ids[..., None], axis=-1)[..., 0], 0.0)
     rows = jnp.arange(pos.shape[0])[:, None]
     logp = jnp.zeros(batch["input_ids"].shape, jnp.float32).at[rows, jnp.where(valid, pos, 0)].add(picked)
-    return (logp, logits, out.last_hidden_state) if with_hidden else (logp, logits)
+    out_tuple = (logp, logits) + ((out.last_hidden_state,) if with_hidden else ())
+    return out_tuple + ((out.hidden_states,) if with_layers else ())

@@ -39,6 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gui_jax.models.qwen2_5_vl.layers import rescale_init
+from gui_jax.train.attention_pointers import head_log_attention
+
 # Structural tokens (ids below the ordinary words; meaning is given by use only).
 LB, RB, SEMI, NL, GOAL, ANSWER = 3, 4, 5, 6, 7, 8
 INDEX_BASE = 10      # element index k is token INDEX_BASE + k
@@ -88,6 +91,7 @@ class LookupProbeConfig:
   init_gain: float = 0.0               # > 0: every weight matrix but the embedding starts at std gain/√fan_in
                                        # instead of 0.02 (at width 128, 0.02 is a gain of 0.23 per matrix, so a
                                        # two-hop circuit starts ~1e-3 strong and sits on a long plateau)
+  residual_gain: float = 1.0           # with init_gain: o_proj and down_proj start this much smaller still
   pointer_weight: float = 0.0          # > 0 (index_first only): + w · cross-entropy of two attention patterns:
                                        # layer 0 head 0 from each label token to its line's index token, and the
                                        # last layer's head 0 from each answer-predicting token to the matched
@@ -114,8 +118,9 @@ class LookupProbeConfig:
     if self.pointer_label_start and (not self.pointer_weight or self.heads < 2):
       raise ValueError(f"pointer_label_start needs pointer_weight > 0 and heads ≥ 2, got {self.pointer_weight}, "
                        f"{self.heads}")
-    if self.pointer_weight < 0 or self.init_gain < 0:
-      raise ValueError(f"pointer_weight ({self.pointer_weight}) and init_gain ({self.init_gain}) must be ≥ 0")
+    if self.pointer_weight < 0 or self.init_gain < 0 or self.residual_gain < 0:
+      raise ValueError(f"pointer_weight ({self.pointer_weight}), init_gain ({self.init_gain}) and residual_gain "
+                       f"({self.residual_gain}) must be ≥ 0")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
@@ -279,15 +284,6 @@ def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
   return index_pos, label, match_pos, start_pos
 
 
-def rescale_init(params, gain: float):
-  """Every 2-D weight but the token embedding from std 0.02 to std gain/√fan_in (params as initialised)."""
-  def one(path, x):
-    if x.ndim != 2 or {"embed", "embed_tokens"} & {str(getattr(k, "key", k)) for k in path}:
-      return x
-    return x * (gain / np.sqrt(x.shape[0]) / 0.02)
-  return jax.tree_util.tree_map_with_path(one, params)
-
-
 # ------------------------------------------------------------------ the minimal reference decoder
 def reference_init(key, vocab: int, hidden: int, layers: int, std: float = 0.02) -> dict:
   """Params of the reference decoder: normal(std) matrices, unit norms, tied embedding [vocab, hidden]."""
@@ -332,19 +328,6 @@ def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
 
 
 # ------------------------------------------------------------------ training
-def head_log_attention(layer, layer_input, cos, sin, head: int = 0):
-  """Causal log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its
-  input [B, L, H] (the residual stream before its norm) and M-RoPE cos/sin [B, L, hd]; padding must trail."""
-  from gui_jax.models.qwen2_5_vl.layers import apply_rope
-  x, att = layer.input_layernorm(layer_input), layer.self_attn
-  b, length, _ = x.shape
-  q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
-  k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
-      :, :, head // (att.num_heads // att.num_kv)]
-  scores = jnp.einsum("bqd,bkd->bqk", q, k) * att.head_dim ** -0.5
-  return jax.nn.log_softmax(jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e30), -1)
-
-
 def _model_fns(cfg: LookupProbeConfig):
   """(params, hidden_fn(params, ids) -> (final hidden [B, L, H], the supervised heads' log-attention [B, L, L]:
   () without pointer_weight, else head 0 of the first and of the last layer [and head 1 of the first]),
@@ -357,7 +340,7 @@ def _model_fns(cfg: LookupProbeConfig):
   base = tiny()
   if cfg.model == "reference":
     params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers)
-    params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
+    params = rescale_init(params, cfg.init_gain, residual_gain=cfg.residual_gain) if cfg.init_gain else params
     return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads), ()),
             lambda p, h: h @ p["embed"].T)
   half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
@@ -370,7 +353,7 @@ def _model_fns(cfg: LookupProbeConfig):
                            tie_word_embeddings=cfg.tie_embeddings)
   graphdef, params, rest = nnx.split(Qwen25VLForConditionalGeneration(model_cfg, rngs=nnx.Rngs(cfg.seed)),
                                      nnx.Param, ...)
-  params = rescale_init(params, cfg.init_gain) if cfg.init_gain else params
+  params = rescale_init(params, cfg.init_gain, residual_gain=cfg.residual_gain) if cfg.init_gain else params
 
   def hidden_fn(p, ids):
     lm = nnx.merge(graphdef, p, rest).language_model

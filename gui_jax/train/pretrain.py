@@ -27,6 +27,7 @@ from flax import nnx
 
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
+from gui_jax.train.attention_pointers import PiecePointers, parse_layout
 from gui_jax.train.pretrain_data import (OBJECTIVES, Difficulty, ObjectiveMix, PretrainSource, encode_item,
                                          reading_eval_items)
 
@@ -79,12 +80,17 @@ class CurriculumStream:
     from that update's curriculum stage. Random access, a pure function of (seed, i)."""
 
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
-                 batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1):
+                 batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1,
+                 pointers: bool = False):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
-        from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource)."""
+        from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
+        pointers: tap and home items carry their attention pointers (train/attention_pointers.py)."""
+        if pointers and goals_per_screen != 1:
+            raise ValueError(f"pretrain.pointer_weight > 0 needs goals_per_screen = 1, got {goals_per_screen}")
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
+        self.pointers = PiecePointers(self.encoder.tokenizer) if pointers else None
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
                                        goals_per_screen=goals_per_screen) for s in stages]
         ends, at = [], 0
@@ -107,7 +113,11 @@ class CurriculumStream:
 
     def __getitem__(self, i: int):
         i = int(i) + self.offset
-        return encode_item(self.encoder, self.sources[self.stage_of(i // self.batch_size)][i]).sample
+        item = self.sources[self.stage_of(i // self.batch_size)][i]
+        sample = encode_item(self.encoder, item).sample
+        if self.pointers is not None and item["target_element"] is not None:
+            sample.pointers = self.pointers(sample, item["target_element"], f"pretraining item {i}")
+        return sample
 
 
 def exact_match_fn(graphdef, rest):
@@ -205,6 +215,14 @@ def batch_iterator(stream: CurriculumStream, cfg):
     return iter(pipeline)
 
 
+def pointer_layout(cfg, model_config) -> dict:
+    """{hop: (layer, head)} of `cfg.pointer_layout` for this model; {} when pointer_weight is 0."""
+    if not float(cfg.get("pointer_weight", 0.0)) > 0:
+        return {}
+    text = model_config.text
+    return parse_layout(cfg.pointer_layout, text.num_hidden_layers, text.num_attention_heads)
+
+
 def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger=None, seed: int = 0,
                    log: Callable[[str], None] = print, on_eval: Optional[Callable[[dict], None]] = None) -> dict:
     """Trains agent.params in place (resuming from <workdir>/checkpoints); cfg: the `pretrain` config block.
@@ -221,7 +239,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     agent.set_params(jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x, agent.params))
     first_step = int(cfg.get("first_step", 0))
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
-                              first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)))
+                              first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)),
+                              pointers=float(cfg.get("pointer_weight", 0.0)) > 0)
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
@@ -232,8 +251,10 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     data_iter = _CountingIterator(batch_iterator(stream, cfg), meter)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                                max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps, schedule=cfg.schedule)
+    layout = pointer_layout(cfg, agent.model_config)
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
-                                  int(cfg.prompt_loss_chunk)), optimizer,
+                                  int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout),
+                      optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     result = {"reading": {}, "tokens_per_s": None,
               "reading_n": {prefix + name: n for prefix, ev in evals.items() for name, n in ev.counts.items()}}

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gui_jax.core.types import Action, Episode
+from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
 from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
@@ -110,16 +111,21 @@ def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights
     return total
 
 
-def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0):
+def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0,
+                pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
-    the model dense copy targets (e.g. the goal repeated after the screen), not just one action."""
+    the model dense copy targets (e.g. the goal repeated after the screen), not just one action.
+    pointer_weight > 0 with a batch that has "pointers": + pointer_weight · #response tokens · Σ over the
+    hops of `pointer_layout` ({hop: (layer, head)}) of the mean attention cross-entropy
+    (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`."""
+    from gui_jax.train.attention_pointers import pointer_ce
+
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
-        if prompt_loss_weight > 0:
-            logp, logits, hidden = model_forward_logprobs(model, batch, with_hidden=True)
-        else:
-            logp, logits = model_forward_logprobs(model, batch)
+        pointers = pointer_weight > 0 and "pointers" in batch
+        out = model_forward_logprobs(model, batch, with_hidden=prompt_loss_weight > 0, with_layers=pointers)
+        logp, logits = out[:2]
         m = batch["loss_mask"]
         targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
         correct = (jnp.argmax(logits, axis=-1) == targets) & batch["target_valid"]
@@ -129,10 +135,19 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
         metrics = {"token_acc": correct.sum() / jnp.maximum(n, 1.0)}
         if prompt_loss_weight > 0:
             keep = prompt_targets(batch, model.cfg.image_token_id)
-            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, hidden, batch["input_ids"], keep,
+            prompt_sum = chunked_next_token_nll(model.logits_from_hidden, out[2], batch["input_ids"], keep,
                                                 prompt_loss_chunk)
             total = total + prompt_loss_weight * prompt_sum
             metrics["prompt_nll"] = prompt_sum / jnp.maximum(keep.sum(), 1.0)
+        if pointers:
+            lm = model.language_model
+            if lm.scan_layers:
+                raise ValueError("attention pointers need model.scan_layers=False (they read single layers)")
+            cos, sin = mrope_cos_sin(batch["position_ids"], lm.cfg)
+            segments = batch.get("segment_ids", batch["attention_mask"].astype(jnp.int32))
+            ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout)
+            total = total + pointer_weight * n * sum(ce.values())
+            metrics.update({f"pointer_ce_{k}": v for k, v in ce.items()})
         return total, n, metrics
     return loss
 

@@ -199,7 +199,7 @@ def test_pointer_targets_point_label_tokens_at_their_index_and_answers_at_the_ma
 
 def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
     import jax
-    from gui_jax.train.lookup_probe import rescale_init
+    from gui_jax.models.qwen2_5_vl.layers import rescale_init
     params = reference_init(jax.random.key(0), 300, 64, 2)
     out = rescale_init(params, 1.0)
     np.testing.assert_array_equal(out["embed"], params["embed"])
@@ -209,36 +209,3 @@ def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
     np.testing.assert_array_equal(out["layers"][0]["norm1"], params["layers"][0]["norm1"])
     with pytest.raises(ValueError, match="pointer_weight needs order='index_first'"):
         LookupProbeConfig(pointer_weight=1.0, order="adjacent")
-
-
-def test_supervised_heads_are_the_models_own_attention():
-    """head_log_attention recomputes a head's pattern; weighting each head's values by it and projecting must give
-    the layer's own attention output, so the pointer loss trains the attention the model uses."""
-    import dataclasses as dc
-
-    import jax
-    import jax.numpy as jnp
-    from flax import nnx
-
-    from gui_jax.models.qwen2_5_vl.config import tiny
-    from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
-    from gui_jax.train.lookup_probe import head_log_attention
-    base = tiny()
-    text = dc.replace(base.text, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                      num_key_value_heads=2, mrope_section=(1, 1, 2))
-    model = Qwen25VLForConditionalGeneration(base.replace(text=text, vision=dc.replace(
-        base.vision, out_hidden_size=32)), rngs=nnx.Rngs(0))
-    lm = model.language_model
-    ids = jnp.asarray(np.random.default_rng(0).integers(100, 300, (2, 9)))
-    x = lm.embed(ids) * 30.0                                   # far from uniform attention
-    positions = jnp.broadcast_to(jnp.arange(9)[None, None], (3, 2, 9))
-    cos, sin = mrope_cos_sin(positions, text)
-    layer, att = lm.layers[0], lm.layers[0].self_attn
-    want, _ = att(layer.input_layernorm(x), cos, sin, jnp.ones((2, 9), jnp.int32))
-    v = att.v_proj(layer.input_layernorm(x)).reshape(2, 9, att.num_kv, att.head_dim)
-    per_head = [jnp.einsum("bqk,bkd->bqd", jnp.exp(head_log_attention(layer, x, cos, sin, h)), v[:, :, h // 2])
-                for h in range(4)]
-    got = att.o_proj(jnp.concatenate(per_head, -1))
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
-    assert float(jnp.exp(head_log_attention(layer, x, cos, sin, 0))[0, 0, 1:].max()) == 0.0   # causal

@@ -116,3 +116,20 @@ def scan_stacked(body, stacked: nnx.Module, carry, xs=None, remat_policy: str = 
   if remat_policy != "none":
     step = jax.checkpoint(step, policy=remat_policy_fn(remat_policy), prevent_cse=False)
   return jax.lax.scan(step, carry, (params, xs))
+
+
+RESIDUAL_OUTPUTS = frozenset({"o_proj", "down_proj", "o", "down"})  # matrices that write to the residual stream
+
+
+def rescale_init(params, gain: float, under: str = "", residual_gain: float = 1.0):
+  """Every 2-D weight but the token embedding from its init std 0.02 to std gain/√fan_in (params as
+  initialised; `under`: only those whose path contains this key, e.g. 'language_model'), the residual
+  outputs (attention o_proj, MLP down_proj) times `residual_gain` more. At std 0.02 a chain of four
+  128-wide matrices starts ~1e-3 strong, too weak for a from-scratch look-up to start; at gain 1 the
+  unsupervised layers of a deep stack start as random mixing of the residual stream (residual_gain < 1)."""
+  def one(path, x):
+    keys = {str(getattr(k, "key", k)) for k in path}
+    if x.ndim != 2 or {"embed", "embed_tokens"} & keys or (under and under not in keys):
+      return x
+    return x * (gain / np.sqrt(x.shape[0]) / 0.02 * (residual_gain if RESIDUAL_OUTPUTS & keys else 1.0))
+  return jax.tree_util.tree_map_with_path(one, params)

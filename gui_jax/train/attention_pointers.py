@@ -1,0 +1,172 @@
+"""Supervised attention pointers: the look-up's attention hops as auxiliary targets.
+
+A from-scratch decoder does not find the screen line a goal names from the answer's loss alone (one supervised
+token per screen stays at chance; experiments/results/lookup_probe.md). Telling chosen heads where to look
+makes the look-up learnable in a few hundred steps. A pointer is (hop, query position, key range lo..hi): the
+hop's head should attend from the query uniformly over keys lo..hi. On the agent's UI text (lines
+"[k] flags; label", the goal after the screen, the answer `"element": k`) the hops are
+
+    index_first  every screen label token  -> the first digit token of its line's index
+    index_last   every screen label token  -> the last digit token of its line's index (two-digit indices)
+    label_bag    every label token (screen and goal) -> all tokens of its label up to itself
+    goal         each position that predicts an answer digit -> the goal's label tokens
+    match        each position that predicts an answer digit -> the last token of the target line's label
+
+so the target line's last label token carries its words and index (layer 0), the answer position carries the
+goal's words, and the last hop copies the matched line's index. Each hop is placed on one (layer, head) by a
+layout string, e.g. "index_first=0.0,label_bag=0.1,index_last=0.2,goal=1.0,match=-1.0" (layer -1: the last).
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HOPS = ("index_first", "index_last", "label_bag", "goal", "match")
+DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=1.0,match=-1.0"
+_LINE = re.compile(r"\[(\d+)\][^\n;]*; ([^\n]*)")
+_ELEMENT = re.compile(r'"element":\s*(\d+)')
+
+
+def parse_layout(spec: str, num_layers: int, num_heads: int) -> dict[str, tuple[int, int]]:
+    """'hop=layer.head,…' → {hop: (layer, head)} with negative layers counted from the end; every hop once."""
+    out = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        name, _, where = part.partition("=")
+        layer, _, head = where.partition(".")
+        name = name.strip()
+        if name not in HOPS:
+            raise ValueError(f"pointer layout entry {part!r}: unknown hop {name!r}; hops: {', '.join(HOPS)}")
+        try:
+            layer_i, head_i = int(layer), int(head)
+        except ValueError:
+            raise ValueError(f"pointer layout entry {part!r}: write hop=layer.head, e.g. goal=1.0") from None
+        layer_i = layer_i + num_layers if layer_i < 0 else layer_i
+        if not (0 <= layer_i < num_layers and 0 <= head_i < num_heads):
+            raise ValueError(f"pointer layout entry {part!r}: layer {layer_i} head {head_i} outside the model's "
+                             f"{num_layers} layers x {num_heads} heads")
+        if name in out:
+            raise ValueError(f"pointer layout names hop {name!r} twice")
+        out[name] = (layer_i, head_i)
+    taken = [v for v in out.values()]
+    if len(set(taken)) != len(taken):
+        raise ValueError(f"pointer layout {spec!r} puts two hops on one head")
+    if "goal" in out and "match" in out and out["goal"][0] >= out["match"][0]:
+        raise ValueError(f"pointer layout {spec!r}: the goal hop must sit in an earlier layer than the match hop")
+    return out
+
+
+def _char_starts(pieces: Sequence[str]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
+
+
+def _tokens_in(starts: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
+    """First and last token overlapping chars [lo, hi) (starts: char offset of each token, then the end)."""
+    first = int(np.searchsorted(starts, lo, side="right")) - 1
+    last = int(np.searchsorted(starts, hi, side="left")) - 1
+    return first, last
+
+
+def item_pointers(pieces: Sequence[str], prompt_len: int, target_element: int, where: str = "") -> np.ndarray:
+    """int32 [K, 4] rows (hop index in HOPS, query, key lo, key hi) for one tap/home item.
+
+    pieces: the decoded text of every token of prompt + response (their concatenation is the exact text);
+    prompt_len: tokens in the prompt; target_element: the element the answer taps. Screen lines are found in
+    the UI text after the last "UI:" header, the goal as the text after the last "Goal:" (its label is the target
+    line's label), the answer digits in the response's `"element": k`. `where` names the item in errors."""
+    starts = _char_starts(pieces)
+    text = "".join(pieces)
+    prompt_end = int(starts[prompt_len])
+    ui_at, goal_at = text.rfind("\nUI:", 0, prompt_end), text.rfind("Goal:", 0, prompt_end)
+    if ui_at < 0 or goal_at < ui_at:
+        raise ValueError(f"{where}: the prompt has no UI text followed by a goal (prompt.goal_last must be True "
+                         "for attention pointers)")
+    rows: list[tuple[int, int, int, int]] = []
+    target_label = None
+    for m in _LINE.finditer(text, ui_at, goal_at):
+        first_digit, last_digit = _tokens_in(starts, m.start(1), m.start(1) + 1)[0], \
+            _tokens_in(starts, m.end(1) - 1, m.end(1))[1]
+        label = m.group(2).rstrip()
+        if not label:
+            continue
+        lo, hi = _tokens_in(starts, m.start(2), m.start(2) + len(label))
+        if lo <= last_digit:
+            raise ValueError(f"{where}: line {m.group(0)!r} shares a token between its index and its label")
+        for q in range(lo, hi + 1):
+            rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q)]
+        if int(m.group(1)) == int(target_element):
+            target_label = (label, hi)
+    if target_label is None:
+        raise ValueError(f"{where}: no UI line has the target element [{target_element}]")
+    label, match_key = target_label
+    label_at = text.rfind(label, goal_at, prompt_end)
+    if label_at < 0:
+        raise ValueError(f"{where}: the goal does not name the target line's label {label!r}")
+    g_lo, g_hi = _tokens_in(starts, label_at, label_at + len(label))
+    rows += [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
+    answer = list(_ELEMENT.finditer(text, prompt_end))
+    if len(answer) != 1 or int(answer[0].group(1)) != int(target_element):
+        raise ValueError(f"{where}: the response does not write \"element\": {target_element} once")
+    a = answer[0]
+    d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
+    for t in range(d_lo, d_hi + 1):
+        rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, match_key, match_key)]
+    return np.asarray(rows, np.int32).reshape(-1, 4)
+
+
+class PiecePointers:
+    """`sample_pointers(sample, target_element, where)`: item_pointers of a TrainSample through a tokenizer
+    (each id's text decoded once and cached; the concatenation must be the sample's exact text)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.pieces = tokenizer, {}
+
+    def __call__(self, sample, target_element: int, where: str = "") -> np.ndarray:
+        ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
+        for t in ids:
+            if t not in self.pieces:
+                self.pieces[t] = self.tokenizer.decode([t])
+        pieces = [self.pieces[t] for t in ids]
+        if "".join(pieces) != self.tokenizer.decode(ids):
+            raise ValueError(f"{where}: the tokens' texts do not concatenate to the decoded text (a character "
+                             "split across tokens); attention pointers need token-aligned text")
+        return item_pointers(pieces, len(sample.prompt_ids), target_element, where)
+
+
+def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=None):
+    """Log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its input
+    [B, L, H] (the residual stream before its norm), M-RoPE cos/sin [B, L, hd] and segment_ids [B, L] (0 =
+    padding; None: every position one segment): causal within a segment, as the layer attends."""
+    from gui_jax.models.qwen2_5_vl.layers import apply_rope
+    x, att = layer.input_layernorm(layer_input), layer.self_attn
+    b, length, _ = x.shape
+    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
+    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
+        :, :, head // (att.num_heads // att.num_kv)]
+    scores = jnp.einsum("bqd,bkd->bqk", q, k).astype(jnp.float32) * att.head_dim ** -0.5
+    allowed = jnp.tril(jnp.ones((length, length), bool))[None]
+    if segment_ids is not None:
+        allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, None, :] > 0)
+    return jax.nn.log_softmax(jnp.where(allowed, scores, -1e30), -1)
+
+
+def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]]):
+    """Per-hop mean cross-entropy {hop: scalar} and entry counts {hop: scalar} of `pointers` int32 [B, K, 4]
+    (hop, query, lo, hi; hop −1 = padding) against the heads of `layout`; layer_inputs[l]: the input of
+    layer l [B, L, H]. Target: uniform over keys lo..hi, so the cross-entropy is −mean log a(q, lo..hi)."""
+    hop, q, lo, hi = (pointers[..., i] for i in range(4))
+    keys = jnp.arange(layer_inputs[0].shape[1])
+    in_range = (keys[None, None] >= lo[..., None]) & (keys[None, None] <= hi[..., None])     # [B, K, L]
+    width = jnp.maximum(hi - lo + 1, 1).astype(jnp.float32)
+    ce, count = {}, {}
+    for name, (layer, head) in layout.items():
+        logatt = head_log_attention(layers[layer], layer_inputs[layer], cos, sin, head, segment_ids)
+        rows = jnp.take_along_axis(logatt, q[..., None].clip(0), axis=1)                      # [B, K, L]
+        per = -jnp.where(in_range, rows, 0.0).sum(-1) / width
+        sel = (hop == HOPS.index(name)).astype(jnp.float32)
+        n = sel.sum()
+        ce[name], count[name] = (per * sel).sum() / jnp.maximum(n, 1.0), n
+    return ce, count

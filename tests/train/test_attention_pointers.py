@@ -1,0 +1,152 @@
+"""Supervised attention pointers: their positions on the agent's text, their batch layout, and their loss is the
+model's own attention."""
+import dataclasses as dc
+
+import numpy as np
+import pytest
+
+from gui_jax.rl.batch import TrainSample, build_batch
+from gui_jax.train.attention_pointers import HOPS, item_pointers, parse_layout
+
+# one screen of two lines, the goal after it, the answer: one token per piece
+PIECES = ["Goal", ":", " Tap", " Red", " Sun", "\nUI:", "\n", "[", "3", "]", " click", ";", " Blue", " Sun", "\n",
+          "[", "1", "2", "]", ";", " Red", " Sun", "\n", "Goal", ":", " Tap", " Red", " Sun", "<|im_end|>",
+          '{"', "element", '":', " ", "1", "2", "}"]
+PROMPT_LEN = 29
+
+
+def test_pointers_name_the_index_the_label_the_goal_and_the_match():
+    rows = item_pointers(PIECES, PROMPT_LEN, 12, "item 0")
+    got = {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist()}
+    want = {("index_first", 12, 8, 8), ("index_last", 12, 8, 8), ("label_bag", 12, 12, 12),
+            ("index_first", 13, 8, 8), ("index_last", 13, 8, 8), ("label_bag", 13, 12, 13),
+            ("index_first", 20, 16, 16), ("index_last", 20, 17, 17), ("label_bag", 20, 20, 20),
+            ("index_first", 21, 16, 16), ("index_last", 21, 17, 17), ("label_bag", 21, 20, 21),
+            ("label_bag", 26, 26, 26), ("label_bag", 27, 26, 27),          # the goal's label, after the screen
+            ("goal", 32, 26, 27), ("match", 32, 21, 21),                    # " " predicts "1"
+            ("goal", 33, 26, 27), ("match", 33, 21, 21)}                    # "1" predicts "2"
+    assert got == want and len(rows) == len(want)
+
+
+def test_pointers_name_what_is_wrong():
+    with pytest.raises(ValueError, match=r"item 7: no UI line has the target element \[5\]"):
+        item_pointers(PIECES, PROMPT_LEN, 5, "item 7")
+    other_goal = PIECES[:26] + [" Moon"] + PIECES[27:]
+    with pytest.raises(ValueError, match="item 1: the goal does not name the target line's label 'Red Sun'"):
+        item_pointers(other_goal, PROMPT_LEN, 12, "item 1")
+    blue_goal = PIECES[:26] + [" Blue"] + PIECES[27:]
+    with pytest.raises(ValueError, match='item 2: the response does not write "element": 3 once'):
+        item_pointers(blue_goal, PROMPT_LEN, 3, "item 2")  # goal and line [3] agree, the answer says 12
+    with pytest.raises(ValueError, match="unknown hop 'where'"):
+        parse_layout("where=0.0", 4, 4)
+    with pytest.raises(ValueError, match="earlier layer than the match hop"):
+        parse_layout("goal=3.0,match=-1.1", 4, 4)
+    with pytest.raises(ValueError, match="layer 4 head 0 outside"):
+        parse_layout("goal=4.0", 4, 4)
+    assert parse_layout("goal=1.0,match=-1.0", 4, 4) == {"goal": (1, 0), "match": (3, 0)}
+
+
+def test_packed_rows_shift_each_samples_pointers_by_its_offset():
+    from gui_jax.models.qwen2_5_vl.config import tiny
+    a = TrainSample(np.arange(5) + 10, np.asarray([20, 21]), pointers=np.asarray([[4, 6, 1, 2]]))
+    b = TrainSample(np.arange(4) + 10, np.asarray([22]), pointers=np.asarray([[0, 3, 0, 0], [3, 4, 1, 3]]))
+    c = TrainSample(np.arange(3) + 10, np.asarray([23]))                  # no pointers: contributes none
+    batch = build_batch([a, b, c], tiny(), pad_id=0, packing=True, row_length=64)
+    assert batch["pointers"].shape == (1, 64, 4)
+    real = batch["pointers"][0][batch["pointers"][0, :, 0] >= 0].tolist()
+    assert real == [[4, 6, 1, 2], [0, 10, 7, 7], [3, 11, 8, 10]]          # b starts at column 7
+    assert (batch["pointers"][0, 3:] == [-1, 0, 0, -1]).all()
+    assert "pointers" not in build_batch([c], tiny(), pad_id=0)
+
+
+def _small_model(layers=2):
+    from flax import nnx
+
+    from gui_jax.models.qwen2_5_vl.config import tiny
+    from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
+    base = tiny()
+    text = dc.replace(base.text, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, mrope_section=(1, 1, 2))
+    return Qwen25VLForConditionalGeneration(base.replace(text=text, vision=dc.replace(
+        base.vision, out_hidden_size=32)), rngs=nnx.Rngs(0)), text
+
+
+def test_supervised_heads_are_the_models_own_attention_in_packed_rows():
+    """head_log_attention recomputes a head's pattern; weighting each head's values by it and projecting must give
+    the layer's own attention output (also across packed segments), so the pointer loss trains what the model
+    uses."""
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train.attention_pointers import head_log_attention
+    model, text = _small_model(1)
+    lm = model.language_model
+    ids = jnp.asarray(np.random.default_rng(0).integers(100, 300, (2, 9)))
+    x = lm.embed(ids) * 30.0                                   # far from uniform attention
+    positions = jnp.broadcast_to(jnp.arange(9)[None, None], (3, 2, 9))
+    cos, sin = mrope_cos_sin(positions, text)
+    seg = jnp.asarray([[1, 1, 1, 1, 2, 2, 2, 2, 0], [1] * 9], jnp.int32)
+    layer, att = lm.layers[0], lm.layers[0].self_attn
+    want, _ = att(layer.input_layernorm(x), cos, sin, seg)
+    v = att.v_proj(layer.input_layernorm(x)).reshape(2, 9, att.num_kv, att.head_dim)
+    probs = [jnp.exp(head_log_attention(layer, x, cos, sin, h, seg)) for h in range(4)]
+    got = att.o_proj(jnp.concatenate([jnp.einsum("bqk,bkd->bqd", p, v[:, :, h // 2]) for h, p in enumerate(probs)],
+                                     -1))
+    np.testing.assert_allclose(np.asarray(got)[:, :8], np.asarray(want)[:, :8], atol=1e-5)
+    assert float(probs[0][0, 0, 1:].max()) == 0.0 and float(probs[0][0, 5, :4].max()) == 0.0  # causal, own segment
+
+
+def test_pointer_loss_is_the_mean_log_attention_over_each_key_range():
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train.attention_pointers import head_log_attention, pointer_ce
+    model, text = _small_model(2)
+    lm = model.language_model
+    ids = jnp.asarray(np.random.default_rng(1).integers(100, 300, (1, 8)))
+    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
+    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
+    cos, sin = mrope_cos_sin(positions, text)
+    seg = jnp.ones((1, 8), jnp.int32)
+    pointers = jnp.asarray([[[3, 5, 1, 3], [3, 7, 6, 6], [4, 6, 2, 2], [-1, 0, 0, -1]]], jnp.int32)
+    ce, count = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"goal": (0, 1), "match": (1, 2)})
+    goal = head_log_attention(lm.layers[0], out.hidden_states[0], cos, sin, 1, seg)[0]
+    match = head_log_attention(lm.layers[1], out.hidden_states[1], cos, sin, 2, seg)[0]
+    want_goal = (-goal[5, 1:4].mean() - goal[7, 6]) / 2
+    np.testing.assert_allclose(float(ce["goal"]), float(want_goal), rtol=1e-5)
+    np.testing.assert_allclose(float(ce["match"]), float(-match[6, 2]), rtol=1e-5)
+    assert float(count["goal"]) == 2 and float(count["match"]) == 1
+
+
+def test_the_pretraining_stream_points_at_the_target_labels_tokens():
+    from types import SimpleNamespace
+
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.pretrain import CurriculumStream, parse_curriculum, parse_mix
+    from gui_jax.train.pretrain_data import quickstart_prompt_config
+    tok = tiny_tokenizer()
+    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
+    stream = CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"),
+                              parse_mix("tap:1,home:1,read:1"), batch_size=4, seed=5, pointers=True)
+    n_tap = 0
+    for i in range(24):
+        item, sample = stream.sources[0][i], stream[i]
+        if item["target_element"] is None:
+            assert sample.pointers is None
+            continue
+        n_tap += 1
+        ids = np.concatenate([sample.prompt_ids, sample.response_ids])
+        text = lambda lo, hi: tok.decode(ids[lo:hi + 1].tolist()).strip()
+        rows = sample.pointers
+        goal, match = rows[rows[:, 0] == HOPS.index("goal")], rows[rows[:, 0] == HOPS.index("match")]
+        digits = str(item["target_element"])
+        assert len(goal) == len(match) == len(digits)
+        assert [text(q + 1, q + 1) for q in match[:, 1]] == list(digits)          # queries predict the digits
+        assert {text(lo, hi) for _, _, lo, hi in goal} == {item["label"]}
+        assert tok.decode(ids[:match[0, 2] + 1].tolist()).endswith(item["label"])  # the label's last token
+    assert n_tap >= 8
+    with pytest.raises(ValueError, match="needs goals_per_screen = 1"):
+        CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4"), parse_mix("tap:1"),
+                         batch_size=1, seed=0, goals_per_screen=2, pointers=True)
