@@ -70,13 +70,14 @@ def _tokens_in(starts: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
     return first, last
 
 
-def item_pointers(pieces: Sequence[str], prompt_len: int, target_element: int, where: str = "") -> np.ndarray:
+def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "") -> np.ndarray:
     """int32 [K, 4] rows (hop index in HOPS, query, key lo, key hi) for one tap/home item.
 
     pieces: the decoded text of every token of prompt + response (their concatenation is the exact text);
-    prompt_len: tokens in the prompt; target_element: the element the answer taps. Screen lines are found in
-    the UI text after the last "UI:" header, the goal as the text after the last "Goal:" (its label is the target
-    line's label), the answer digits in the response's `"element": k`. `where` names the item in errors."""
+    prompt_len: tokens in the prompt. Screen lines are found in the UI text after the last "UI:" header of the
+    prompt; each `"element": k` of the response (one per goal, later goals as further chat turns) is an answer
+    whose goal is the last "Goal:" before it, and that goal must name line [k]'s label. `where` names the item
+    in errors."""
     starts = _char_starts(pieces)
     text = "".join(pieces)
     prompt_end = int(starts[prompt_len])
@@ -85,10 +86,10 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, target_element: int, w
         raise ValueError(f"{where}: the prompt has no UI text followed by a goal (prompt.goal_last must be True "
                          "for attention pointers)")
     rows: list[tuple[int, int, int, int]] = []
-    target_label = None
+    lines: dict[int, tuple[str, int]] = {}           # element index -> (label, its last token)
     for m in _LINE.finditer(text, ui_at, goal_at):
-        first_digit, last_digit = _tokens_in(starts, m.start(1), m.start(1) + 1)[0], \
-            _tokens_in(starts, m.end(1) - 1, m.end(1))[1]
+        first_digit = _tokens_in(starts, m.start(1), m.start(1) + 1)[0]
+        last_digit = _tokens_in(starts, m.end(1) - 1, m.end(1))[1]
         label = m.group(2).rstrip()
         if not label:
             continue
@@ -97,34 +98,35 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, target_element: int, w
             raise ValueError(f"{where}: line {m.group(0)!r} shares a token between its index and its label")
         for q in range(lo, hi + 1):
             rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q)]
-        if int(m.group(1)) == int(target_element):
-            target_label = (label, hi)
-    if target_label is None:
-        raise ValueError(f"{where}: no UI line has the target element [{target_element}]")
-    label, match_key = target_label
-    label_at = text.rfind(label, goal_at, prompt_end)
-    if label_at < 0:
-        raise ValueError(f"{where}: the goal does not name the target line's label {label!r}")
-    g_lo, g_hi = _tokens_in(starts, label_at, label_at + len(label))
-    rows += [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
-    answer = list(_ELEMENT.finditer(text, prompt_end))
-    if len(answer) != 1 or int(answer[0].group(1)) != int(target_element):
-        raise ValueError(f"{where}: the response does not write \"element\": {target_element} once")
-    a = answer[0]
-    d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
-    for t in range(d_lo, d_hi + 1):
-        rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, match_key, match_key)]
+        lines[int(m.group(1))] = (label, hi)
+    answers = list(_ELEMENT.finditer(text, prompt_end))
+    if not answers:
+        raise ValueError(f"{where}: the response writes no \"element\": k")
+    for a in answers:
+        element = int(a.group(1))
+        if element not in lines:
+            raise ValueError(f"{where}: no UI line has the answer's element [{element}]")
+        label, match_key = lines[element]
+        goal_at = text.rfind("Goal:", 0, a.start())
+        label_at = text.rfind(label, goal_at, a.start())
+        if label_at < 0:
+            raise ValueError(f"{where}: the goal before answer [{element}] does not name its label {label!r}")
+        g_lo, g_hi = _tokens_in(starts, label_at, label_at + len(label))
+        rows += [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
+        d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
+        for t in range(d_lo, d_hi + 1):
+            rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, match_key, match_key)]
     return np.asarray(rows, np.int32).reshape(-1, 4)
 
 
 class PiecePointers:
-    """`sample_pointers(sample, target_element, where)`: item_pointers of a TrainSample through a tokenizer
+    """`pointers(sample, where)`: item_pointers of a TrainSample through a tokenizer
     (each id's text decoded once and cached; the concatenation must be the sample's exact text)."""
 
     def __init__(self, tokenizer):
         self.tokenizer, self.pieces = tokenizer, {}
 
-    def __call__(self, sample, target_element: int, where: str = "") -> np.ndarray:
+    def __call__(self, sample, where: str = "") -> np.ndarray:
         ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
         for t in ids:
             if t not in self.pieces:
@@ -133,7 +135,7 @@ class PiecePointers:
         if "".join(pieces) != self.tokenizer.decode(ids):
             raise ValueError(f"{where}: the tokens' texts do not concatenate to the decoded text (a character "
                              "split across tokens); attention pointers need token-aligned text")
-        return item_pointers(pieces, len(sample.prompt_ids), target_element, where)
+        return item_pointers(pieces, len(sample.prompt_ids), where)
 
 
 def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=None):

@@ -92,6 +92,7 @@ class LookupProbeConfig:
                                        # instead of 0.02 (at width 128, 0.02 is a gain of 0.23 per matrix, so a
                                        # two-hop circuit starts ~1e-3 strong and sits on a long plateau)
   residual_gain: float = 1.0           # with init_gain: o_proj and down_proj start this much smaller still
+  match_layer: int = -1                # with pointer_weight: the layer whose head 0 points at the matched label
   pointer_weight: float = 0.0          # > 0 (index_first only): + w · cross-entropy of two attention patterns:
                                        # layer 0 head 0 from each label token to its line's index token, and the
                                        # last layer's head 0 from each answer-predicting token to the matched
@@ -118,6 +119,8 @@ class LookupProbeConfig:
     if self.pointer_label_start and (not self.pointer_weight or self.heads < 2):
       raise ValueError(f"pointer_label_start needs pointer_weight > 0 and heads ≥ 2, got {self.pointer_weight}, "
                        f"{self.heads}")
+    if not (1 <= self.match_layer % self.layers < self.layers and -self.layers <= self.match_layer < self.layers):
+      raise ValueError(f"match_layer must name a layer after the first of the {self.layers}, got {self.match_layer}")
     if self.pointer_weight < 0 or self.init_gain < 0 or self.residual_gain < 0:
       raise ValueError(f"pointer_weight ({self.pointer_weight}), init_gain ({self.init_gain}) and residual_gain "
                        f"({self.residual_gain}) must be ≥ 0")
@@ -363,7 +366,7 @@ def _model_fns(cfg: LookupProbeConfig):
       return hidden, ()
     cos, sin = mrope_cos_sin(positions, model_cfg.text)
     heads = [head_log_attention(lm.layers[0], layer_inputs[0], cos, sin),
-             head_log_attention(lm.layers[-1], layer_inputs[-2], cos, sin)]
+             head_log_attention(lm.layers[cfg.match_layer], layer_inputs[cfg.match_layer % cfg.layers], cos, sin)]
     if cfg.pointer_label_start:
       heads.append(head_log_attention(lm.layers[0], layer_inputs[0], cos, sin, head=1))
     return hidden, tuple(heads)

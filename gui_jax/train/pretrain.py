@@ -85,8 +85,6 @@ class CurriculumStream:
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py)."""
-        if pointers and goals_per_screen != 1:
-            raise ValueError(f"pretrain.pointer_weight > 0 needs goals_per_screen = 1, got {goals_per_screen}")
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
@@ -116,7 +114,7 @@ class CurriculumStream:
         item = self.sources[self.stage_of(i // self.batch_size)][i]
         sample = encode_item(self.encoder, item).sample
         if self.pointers is not None and item["target_element"] is not None:
-            sample.pointers = self.pointers(sample, item["target_element"], f"pretraining item {i}")
+            sample.pointers = self.pointers(sample, f"pretraining item {i}")
         return sample
 
 

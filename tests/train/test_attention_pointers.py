@@ -16,7 +16,7 @@ PROMPT_LEN = 29
 
 
 def test_pointers_name_the_index_the_label_the_goal_and_the_match():
-    rows = item_pointers(PIECES, PROMPT_LEN, 12, "item 0")
+    rows = item_pointers(PIECES, PROMPT_LEN, "item 0")
     got = {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist()}
     want = {("index_first", 12, 8, 8), ("index_last", 12, 8, 8), ("label_bag", 12, 12, 12),
             ("index_first", 13, 8, 8), ("index_last", 13, 8, 8), ("label_bag", 13, 12, 13),
@@ -29,14 +29,13 @@ def test_pointers_name_the_index_the_label_the_goal_and_the_match():
 
 
 def test_pointers_name_what_is_wrong():
-    with pytest.raises(ValueError, match=r"item 7: no UI line has the target element \[5\]"):
-        item_pointers(PIECES, PROMPT_LEN, 5, "item 7")
+    with pytest.raises(ValueError, match=r"item 7: no UI line has the answer's element \[5\]"):
+        item_pointers(PIECES[:33] + ["5", "}"], PROMPT_LEN, "item 7")
     other_goal = PIECES[:26] + [" Moon"] + PIECES[27:]
-    with pytest.raises(ValueError, match="item 1: the goal does not name the target line's label 'Red Sun'"):
-        item_pointers(other_goal, PROMPT_LEN, 12, "item 1")
-    blue_goal = PIECES[:26] + [" Blue"] + PIECES[27:]
-    with pytest.raises(ValueError, match='item 2: the response does not write "element": 3 once'):
-        item_pointers(blue_goal, PROMPT_LEN, 3, "item 2")  # goal and line [3] agree, the answer says 12
+    with pytest.raises(ValueError, match="item 1: the goal before answer \\[12\\] does not name its label 'Red Sun'"):
+        item_pointers(other_goal, PROMPT_LEN, "item 1")
+    with pytest.raises(ValueError, match='item 2: the response writes no "element"'):
+        item_pointers(PIECES[:30], PROMPT_LEN, "item 2")
     with pytest.raises(ValueError, match="unknown hop 'where'"):
         parse_layout("where=0.0", 4, 4)
     with pytest.raises(ValueError, match="earlier layer than the match hop"):
@@ -44,6 +43,14 @@ def test_pointers_name_what_is_wrong():
     with pytest.raises(ValueError, match="layer 4 head 0 outside"):
         parse_layout("goal=4.0", 4, 4)
     assert parse_layout("goal=1.0,match=-1.0", 4, 4) == {"goal": (1, 0), "match": (3, 0)}
+
+
+def test_each_later_goal_points_at_its_own_label_and_line():
+    turn = ["<|im_end|>", "Goal", ":", " Tap", " Blue", " Sun", "<|im_end|>", '{"', "element", '":', " ", "3", "}"]
+    rows = item_pointers(PIECES + turn, PROMPT_LEN, "item 0").tolist()
+    later = [r for r in rows if r[1] >= 36]
+    assert later == [[2, 40, 40, 40], [2, 41, 40, 41], [3, 46, 40, 41], [4, 46, 13, 13]]   # " " predicts "3"
+    assert rows[:len(rows) - len(later)] == item_pointers(PIECES, PROMPT_LEN).tolist()
 
 
 def test_packed_rows_shift_each_samples_pointers_by_its_offset():
@@ -129,24 +136,27 @@ def test_the_pretraining_stream_points_at_the_target_labels_tokens():
     tok = tiny_tokenizer()
     agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
     stream = CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"),
-                              parse_mix("tap:1,home:1,read:1"), batch_size=4, seed=5, pointers=True)
-    n_tap = 0
+                              parse_mix("tap:1,home:1,read:1"), batch_size=4, seed=5, pointers=True,
+                              goals_per_screen=3)
+    n_tap = n_turns = 0
     for i in range(24):
         item, sample = stream.sources[0][i], stream[i]
         if item["target_element"] is None:
             assert sample.pointers is None
             continue
-        n_tap += 1
+        n_tap, n_turns = n_tap + 1, n_turns + len(item["turns"])
         ids = np.concatenate([sample.prompt_ids, sample.response_ids])
         text = lambda lo, hi: tok.decode(ids[lo:hi + 1].tolist()).strip()
         rows = sample.pointers
         goal, match = rows[rows[:, 0] == HOPS.index("goal")], rows[rows[:, 0] == HOPS.index("match")]
-        digits = str(item["target_element"])
+        turns = [(item["label"], item["target_element"])] + [(t["label"], t["target_element"]) for t in item["turns"]]
+        digits = "".join(str(k) for _, k in turns)
         assert len(goal) == len(match) == len(digits)
-        assert [text(q + 1, q + 1) for q in match[:, 1]] == list(digits)          # queries predict the digits
-        assert {text(lo, hi) for _, _, lo, hi in goal} == {item["label"]}
-        assert tok.decode(ids[:match[0, 2] + 1].tolist()).endswith(item["label"])  # the label's last token
-    assert n_tap >= 8
-    with pytest.raises(ValueError, match="needs goals_per_screen = 1"):
-        CurriculumStream(agent, quickstart_prompt_config(), parse_curriculum("4"), parse_mix("tap:1"),
-                         batch_size=1, seed=0, goals_per_screen=2, pointers=True)
+        assert "".join(text(q + 1, q + 1) for q in match[:, 1]) == digits       # queries predict the digits
+        at = 0
+        for label, k in turns:                                                  # each goal's label, its line's end
+            n = len(str(k))
+            assert {text(lo, hi) for _, _, lo, hi in goal[at:at + n]} == {label}
+            assert tok.decode(ids[:match[at, 2] + 1].tolist()).endswith(label)
+            at += n
+    assert n_tap >= 8 and n_turns >= n_tap
