@@ -9,6 +9,7 @@ from PhoneSim's tasks; the reading accuracy is measured on a label pool pretrain
 """
 import ml_collections
 
+from gui_jax.train.attention_pointers import DEFAULT_LAYOUT
 from gui_jax.train.config_blocks import model_block, prompt_block
 
 
@@ -59,7 +60,7 @@ def get_config():
         # (gui_jax/train/attention_pointers.py): what made the look-up learnable in the synthetic probe
         "pointer_weight": 0.0,
         # hop=layer.head for the hops index_first, index_last, label_bag, goal, match (layer -1: the last)
-        "pointer_layout": "index_first=0.0,label_bag=0.1,index_last=0.2,goal=1.0,match=-1.0",
+        "pointer_layout": DEFAULT_LAYOUT,
         # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
         "init_gain": 0.0,
         "init_residual_gain": 1.0,      # with init_gain: attention o_proj and MLP down_proj start this much smaller
