@@ -77,6 +77,9 @@ def card_phases(text: str) -> list[str]:
     return [PHASE_HEADER + block.strip() for block in made.split(PHASE_HEADER)[1:]]
 
 
+RUN_CONTROL = ("--config.pretrain.max_minutes", "--config.pretrain.stop_after_steps")
+
+
 def model_card(config, workdir: str, out: dict) -> str:
     """README.md of the exported base: how it was made and what it reads, from the run's own records. A run that
     continues from a snapshot (pretrain.first_step > 0) lists the snapshot's phases before its own, so the card
@@ -107,7 +110,8 @@ def model_card(config, workdir: str, out: dict) -> str:
             reading.append(f"| {name} | {screens} | {acc:.3f} | [{lo:.3f}, {hi:.3f}] | {n} |")
     first = ", ".join(f"{v:.4f}" for _, v in losses[:20])
     first_steps = f"{losses[0][0]}-{losses[min(20, len(losses)) - 1][0]}" if losses else "none"
-    overrides = [a for a in sys.argv[1:] if a.startswith("--config.")]
+    # run control (when this segment stopped) is not part of the recipe a rerun reproduces
+    overrides = [a for a in sys.argv[1:] if a.startswith("--config.") and not a.startswith(RUN_CONTROL)]
     start = int(cfg.get("first_step", 0))
     parents = parent_phases(config.model.checkpoint) if start else []
     phase = [
