@@ -119,8 +119,9 @@ class LookupProbeConfig:
     if self.pointer_label_start and (not self.pointer_weight or self.heads < 2):
       raise ValueError(f"pointer_label_start needs pointer_weight > 0 and heads ≥ 2, got {self.pointer_weight}, "
                        f"{self.heads}")
-    if not (1 <= self.match_layer % self.layers < self.layers and -self.layers <= self.match_layer < self.layers):
-      raise ValueError(f"match_layer must name a layer after the first of the {self.layers}, got {self.match_layer}")
+    if not -self.layers <= self.match_layer < self.layers:
+      raise ValueError(f"match_layer must name one of the {self.layers} layers (negative: from the end), "
+                       f"got {self.match_layer}")
     if self.pointer_weight < 0 or self.init_gain < 0 or self.residual_gain < 0:
       raise ValueError(f"pointer_weight ({self.pointer_weight}), init_gain ({self.init_gain}) and residual_gain "
                        f"({self.residual_gain}) must be ≥ 0")

@@ -209,3 +209,5 @@ def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
     np.testing.assert_array_equal(out["layers"][0]["norm1"], params["layers"][0]["norm1"])
     with pytest.raises(ValueError, match="pointer_weight needs order='index_first'"):
         LookupProbeConfig(pointer_weight=1.0, order="adjacent")
+    with pytest.raises(ValueError, match="match_layer must name one of the 4 layers"):
+        LookupProbeConfig(layers=4, match_layer=4)
