@@ -53,7 +53,7 @@ def parse_layout(spec: str, num_layers: int, num_heads: int) -> dict[str, tuple[
         if name in out:
             raise ValueError(f"pointer layout names hop {name!r} twice")
         out[name] = (layer_i, head_i)
-    taken = [v for v in out.values()]
+    taken = list(out.values())
     if len(set(taken)) != len(taken):
         raise ValueError(f"pointer layout {spec!r} puts two hops on one head")
     if "goal" in out and "match" in out and out["goal"][0] >= out["match"][0]:
@@ -123,7 +123,7 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "") -> np
 
 class PiecePointers:
     """`pointers(sample, where)`: item_pointers of a TrainSample through a tokenizer
-    (each id's text decoded once and cached; the concatenation must be the sample's exact text)."""
+    (each id's text decoded once and cached; no token may decode to part of a character)."""
 
     def __init__(self, tokenizer):
         self.tokenizer, self.pieces = tokenizer, {}
@@ -134,23 +134,32 @@ class PiecePointers:
             if t not in self.pieces:
                 self.pieces[t] = self.tokenizer.decode([t])
         pieces = [self.pieces[t] for t in ids]
-        if "".join(pieces) != self.tokenizer.decode(ids):
-            raise ValueError(f"{where}: the tokens' texts do not concatenate to the decoded text (a character "
-                             "split across tokens); attention pointers need token-aligned text")
+        if any("\ufffd" in p for p in pieces):   # a byte token of a split character: offsets would drift
+            raise ValueError(f"{where}: a token decodes to part of a character; attention pointers need "
+                             "token-aligned text")
         return item_pointers(pieces, len(sample.prompt_ids), where)
 
 
-def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=None):
-    """Log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its input
-    [B, L, H] (the residual stream before its norm), M-RoPE cos/sin [B, L, hd] and segment_ids [B, L] (0 =
-    padding; None: every position one segment): causal within a segment, as the layer attends."""
+def layer_qk(layer, layer_input, cos, sin):
+    """(q [B, L, heads, hd], k [B, L, kv heads, hd]) of a text DecoderLayer with M-RoPE applied, recomputed from
+    its input [B, L, H] (the residual stream before its norm) and cos/sin [B, L, hd]."""
     from gui_jax.models.qwen2_5_vl.layers import apply_rope
     x, att = layer.input_layernorm(layer_input), layer.self_attn
     b, length, _ = x.shape
-    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)[:, :, head]
-    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)[
-        :, :, head // (att.num_heads // att.num_kv)]
-    scores = jnp.einsum("bqd,bkd->bqk", q, k).astype(jnp.float32) * att.head_dim ** -0.5
+    q = apply_rope(att.q_proj(x).reshape(b, length, att.num_heads, att.head_dim), cos, sin)
+    k = apply_rope(att.k_proj(x).reshape(b, length, att.num_kv, att.head_dim), cos, sin)
+    return q, k
+
+
+def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=None, qk=None):
+    """Log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its input
+    [B, L, H] (or from `qk`, its `layer_qk`), M-RoPE cos/sin [B, L, hd] and segment_ids [B, L] (0 = padding;
+    None: every position one segment): causal within a segment, as the layer attends."""
+    att = layer.self_attn
+    q, k = qk if qk is not None else layer_qk(layer, layer_input, cos, sin)
+    length = q.shape[1]
+    scores = jnp.einsum("bqd,bkd->bqk", q[:, :, head], k[:, :, head // (att.num_heads // att.num_kv)])
+    scores = scores.astype(jnp.float32) * att.head_dim ** -0.5
     allowed = jnp.tril(jnp.ones((length, length), bool))[None]
     if segment_ids is not None:
         allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, None, :] > 0)
@@ -166,8 +175,9 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
     in_range = (keys[None, None] >= lo[..., None]) & (keys[None, None] <= hi[..., None])     # [B, K, L]
     width = jnp.maximum(hi - lo + 1, 1).astype(jnp.float32)
     ce, count = {}, {}
-    for name, (layer, head) in layout.items():
-        logatt = head_log_attention(layers[layer], layer_inputs[layer], cos, sin, head, segment_ids)
+    qk = {l: layer_qk(layers[l], layer_inputs[l], cos, sin) for l in sorted({l for l, _ in layout.values()})}
+    for name, (layer, head) in layout.items():   # q/k projected once per layer, not once per hop
+        logatt = head_log_attention(layers[layer], None, cos, sin, head, segment_ids, qk=qk[layer])
         rows = jnp.take_along_axis(logatt, q[..., None].clip(0), axis=1)                      # [B, K, L]
         per = -jnp.where(in_range, rows, 0.0).sum(-1) / width
         sel = (hop == HOPS.index(name)).astype(jnp.float32)
