@@ -56,10 +56,12 @@ def get_config():
         # > 0: items are generated and tokenised in this many worker processes (on an accelerator host one
         # Python thread makes ~300-500 items/s, far below what the tiny model consumes); 0 on a 2-core CPU
         "data_workers": 0,
-        # > 0: + this weight x the attention cross-entropy of supervised look-up hops on tap/home items
-        # (gui_jax/train/attention_pointers.py): what made the look-up learnable in the synthetic probe
+        # > 0: + this weight x the attention cross-entropy of supervised look-up hops on tap/home items, and on
+        # read items when the layout places read_match (gui_jax/train/attention_pointers.py): what made the
+        # look-up learnable in the synthetic probe
         "pointer_weight": 0.0,
-        # hop=layer.head for the hops index_first, index_last, label_bag, goal, match (layer -1: the last)
+        # hop=layer.head for the hops index_first, index_last, label_bag, goal, match and (reading, 3 layers:
+        # attention_pointers.READ_LAYOUT) row, prev_token, read_match; layer -1: the last
         "pointer_layout": DEFAULT_LAYOUT,
         # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
         "init_gain": 0.0,

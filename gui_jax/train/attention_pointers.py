@@ -13,13 +13,24 @@ hop's head should attend from the query uniformly over keys lo..hi. On the agent
     match        each position that predicts an answer digit -> the last token of the target line's label
 
 so the target line's last label token carries its words and index (layer 0), the answer position carries the
-goal's words, and the last hop copies the matched line's index. Each hop is placed on one (layer, head) by a
-layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1; layer -1 = the last).
+goal's words, and the last hop copies the matched line's index. Reading a value (`"text": "v"`, v on one of the
+lines after the goal's row) takes a third hop, as the value's line cannot see its row's label by itself:
+
+    row          each token of the value's line (to its "\n")  -> the last token of its row's label
+    prev_token   each token of the value's line                 -> the token before it
+    read_match   each position that predicts a token of v (or the closing quote) -> the screen tokens of the
+                 same characters of v (the line's "\n" for the closing quote)
+
+so a value token's key holds its row's words and its predecessor, and the answer position, holding the goal's
+words (the goal hop) and the token it just wrote, finds the next token of the value. Each hop is placed on one (layer, head) by a
+layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1; layer -1 = the last; READ_LAYOUT adds
+the reading hops in layers 1 and 2).
 Both hops in the first two layers: in the look-up probe a 4-layer stack with the match hop in its last layer
 stayed at chance, with it in layer 1 it learnt as fast as a 2-layer one (experiments/results/lookup_probe.md).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Sequence
 
@@ -27,8 +38,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-HOPS = ("index_first", "index_last", "label_bag", "goal", "match")
+HOPS = ("index_first", "index_last", "label_bag", "goal", "match", "row", "prev_token", "read_match")
 DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3,match=1.0"
+# three layers: the tap hops as above, and reading: each value token gathers its row's label and its predecessor
+# (layer 1), so the layer-2 match can find the value of the goal's row token by token
+READ_LAYOUT = DEFAULT_LAYOUT + ",row=1.1,prev_token=1.2,read_match=2.0"
+READ_WINDOW = 3          # a value sits at most this many lines after its row's label (a row's sub line between)
+# (hop, hop): the first builds what the second's keys or queries read, so it must sit in an earlier layer
+_ORDER = (("goal", "match"), ("label_bag", "match"), ("label_bag", "row"), ("goal", "read_match"),
+          ("row", "read_match"), ("prev_token", "read_match"))
+_TEXT = re.compile(r'"text":\s*"([^"\\]*)"')
 _LINE = re.compile(r"\[(\d+)\][^\n;]*; ([^\n]*)")
 _ELEMENT = re.compile(r'"element":\s*(\d+)')
 
@@ -56,8 +75,10 @@ def parse_layout(spec: str, num_layers: int, num_heads: int) -> dict[str, tuple[
     taken = list(out.values())
     if len(set(taken)) != len(taken):
         raise ValueError(f"pointer layout {spec!r} puts two hops on one head")
-    if "goal" in out and "match" in out and out["goal"][0] >= out["match"][0]:
-        raise ValueError(f"pointer layout {spec!r}: the goal hop must sit in an earlier layer than the match hop")
+    for before, after in _ORDER:
+        if before in out and after in out and out[before][0] >= out[after][0]:
+            raise ValueError(f"pointer layout {spec!r}: the {before} hop must sit in an earlier layer than the "
+                             f"{after} hop")
     return out
 
 
@@ -72,14 +93,16 @@ def _tokens_in(starts: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
     return first, last
 
 
-def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "") -> np.ndarray:
-    """int32 [K, 4] rows (hop index in HOPS, query, key lo, key hi) for one tap/home item.
+def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read: bool = False) -> np.ndarray:
+    """int32 [K, 4] rows (hop index in HOPS, query, key lo, key hi) for one tap/home item, or (read=True) one
+    read item.
 
     pieces: the decoded text of every token of prompt + response (their concatenation is the exact text);
     prompt_len: tokens in the prompt. Screen lines are found in the UI text after the last "UI:" header of the
-    prompt; each `"element": k` of the response (one per goal, later goals as further chat turns) is an answer
-    whose goal is the last "Goal:" before it, and that goal must name line [k]'s label. `where` names the item
-    in errors."""
+    prompt. Tap: each `"element": k` of the response (one per goal, later goals as further chat turns) is an
+    answer whose goal is the last "Goal:" before it, and that goal must name line [k]'s label. Read: each
+    `"text": "v"` is an answer whose goal names a line's label, and v is the label of one of the next
+    READ_WINDOW lines (the value's line). `where` names the item in errors."""
     starts = _char_starts(pieces)
     text = "".join(pieces)
     prompt_end = int(starts[prompt_len])
@@ -88,7 +111,7 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "") -> np
         raise ValueError(f"{where}: the prompt has no UI text followed by a goal (prompt.goal_last must be True "
                          "for attention pointers)")
     rows: list[tuple[int, int, int, int]] = []
-    lines: dict[int, tuple[str, int]] = {}           # element index -> (label, its last token)
+    lines: list[_Line] = []
     for m in _LINE.finditer(text, ui_at, goal_at):
         first_digit = _tokens_in(starts, m.start(1), m.start(1) + 1)[0]
         last_digit = _tokens_in(starts, m.end(1) - 1, m.end(1))[1]
@@ -100,25 +123,90 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "") -> np
             raise ValueError(f"{where}: line {m.group(0)!r} shares a token between its index and its label")
         for q in range(lo, hi + 1):
             rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q)]
-        lines[int(m.group(1))] = (label, hi)
+        lines.append(_Line(int(m.group(1)), label, m.start(2), hi))
+    rows += (_read_rows if read else _tap_rows)(text, starts, prompt_end, lines, where)
+    return np.asarray(rows, np.int32).reshape(-1, 4)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Line:
+    element: int
+    label: str
+    at: int                 # char offset of the label
+    last: int               # its last token
+
+
+def _goal_label_rows(text, starts, answer_at: int, label: str, where: str, what: str):
+    """(goal label token range, label_bag rows of the goal's label) for the goal before char `answer_at`."""
+    goal_at = text.rfind("Goal:", 0, answer_at)
+    label_at = text.rfind(label, goal_at, answer_at)
+    if label_at < 0:
+        raise ValueError(f"{where}: the goal before answer {what} does not name its label {label!r}")
+    g_lo, g_hi = _tokens_in(starts, label_at, label_at + len(label))
+    return (g_lo, g_hi), [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
+
+
+def _tap_rows(text, starts, prompt_end, lines, where):
+    by_element = {ln.element: ln for ln in lines}
     answers = list(_ELEMENT.finditer(text, prompt_end))
     if not answers:
         raise ValueError(f"{where}: the response writes no \"element\": k")
+    rows = []
     for a in answers:
         element = int(a.group(1))
-        if element not in lines:
+        if element not in by_element:
             raise ValueError(f"{where}: no UI line has the answer's element [{element}]")
-        label, match_key = lines[element]
-        goal_at = text.rfind("Goal:", 0, a.start())
-        label_at = text.rfind(label, goal_at, a.start())
-        if label_at < 0:
-            raise ValueError(f"{where}: the goal before answer [{element}] does not name its label {label!r}")
-        g_lo, g_hi = _tokens_in(starts, label_at, label_at + len(label))
-        rows += [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
+        line = by_element[element]
+        (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), line.label, where, f"[{element}]")
+        rows += bag
         d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
         for t in range(d_lo, d_hi + 1):
-            rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, match_key, match_key)]
-    return np.asarray(rows, np.int32).reshape(-1, 4)
+            rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, line.last, line.last)]
+    return rows
+
+
+def _named_in(goal: str, label: str) -> bool:
+    """Whether `label` occurs in `goal` as whole words."""
+    return re.search(rf"(?<!\w){re.escape(label)}(?!\w)", goal) is not None
+
+
+def _read_rows(text, starts, prompt_end, lines, where):
+    answers = list(_TEXT.finditer(text, prompt_end))
+    if not answers:
+        raise ValueError(f"{where}: the response writes no \"text\": \"…\"")
+    rows = []
+    for a in answers:
+        value = a.group(1)
+        goal_at = text.rfind("Goal:", 0, a.start())
+        goal_end = text.find("<|im_end|>", goal_at, a.start())
+        goal = text[goal_at + len("Goal:"):goal_end if goal_end >= 0 else a.start()]
+        found = None   # the longest label the goal names that has the value within READ_WINDOW lines after it
+        for i in sorted(range(len(lines)), key=lambda i: -len(lines[i].label)):
+            if not _named_in(goal, lines[i].label):
+                continue
+            after = [ln for ln in lines[i + 1:i + 1 + READ_WINDOW] if ln.label == value]
+            if after:
+                found = (lines[i], after[0])
+                break
+        if found is None:
+            raise ValueError(f"{where}: no UI line named in the goal {goal.strip()!r} has the answer's value "
+                             f"{value!r} on one of the {READ_WINDOW} lines after it")
+        row, cell = found
+        (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), row.label, where, repr(value))
+        rows += bag
+        v_lo, _ = _tokens_in(starts, cell.at, cell.at + 1)
+        end = _tokens_in(starts, cell.at + len(value), cell.at + len(value) + 1)[0]   # the line's "\n"
+        for q in range(v_lo, end + 1):          # the value's tokens carry its row's label and their predecessor
+            rows += [(5, q, row.last, row.last), (6, q, q - 1, q - 1)]
+        # each response token of the value (and the one closing it) is predicted from the token before it
+        t_lo, t_hi = _tokens_in(starts, a.start(1), a.end(1) + 1)
+        for t in range(t_lo, t_hi + 1):
+            c0 = max(int(starts[t]), a.start(1)) - a.start(1)
+            c1 = min(int(starts[t + 1]), a.end(1) + 1) - a.start(1)
+            lo = _tokens_in(starts, cell.at + c0, cell.at + c0 + 1)[0]
+            hi = _tokens_in(starts, cell.at + c1 - 1, cell.at + c1)[1] if c1 <= len(value) else end
+            rows += [(3, t - 1, g_lo, g_hi), (7, t - 1, lo, hi)]
+    return rows
 
 
 class PiecePointers:
@@ -128,7 +216,7 @@ class PiecePointers:
     def __init__(self, tokenizer):
         self.tokenizer, self.pieces = tokenizer, {}
 
-    def __call__(self, sample, where: str = "") -> np.ndarray:
+    def __call__(self, sample, where: str = "", read: bool = False) -> np.ndarray:
         ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
         for t in ids:
             if t not in self.pieces:
@@ -137,7 +225,7 @@ class PiecePointers:
         if any("\ufffd" in p for p in pieces):   # a byte token of a split character: offsets would drift
             raise ValueError(f"{where}: a token decodes to part of a character; attention pointers need "
                              "token-aligned text")
-        return item_pointers(pieces, len(sample.prompt_ids), where)
+        return item_pointers(pieces, len(sample.prompt_ids), where, read)
 
 
 def layer_qk(layer, layer_input, cos, sin):

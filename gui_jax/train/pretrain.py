@@ -81,14 +81,16 @@ class CurriculumStream:
 
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
                  batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1,
-                 pointers: bool = False):
+                 pointers: bool = False, read_pointers: bool = False):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
-        pointers: tap and home items carry their attention pointers (train/attention_pointers.py)."""
+        pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
+        read_pointers, read items too."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
-        self.pointers = PiecePointers(self.encoder.tokenizer) if pointers else None
+        self.pointers = PiecePointers(self.encoder.tokenizer) if pointers or read_pointers else None
+        self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
                                        goals_per_screen=goals_per_screen) for s in stages]
         ends, at = [], 0
@@ -113,8 +115,10 @@ class CurriculumStream:
         i = int(i) + self.offset
         item = self.sources[self.stage_of(i // self.batch_size)][i]
         sample = encode_item(self.encoder, item).sample
-        if self.pointers is not None and item["target_element"] is not None:
+        if self.tap_pointers and item["target_element"] is not None:
             sample.pointers = self.pointers(sample, f"pretraining item {i}")
+        elif self.read_pointers and item["objective"] == "read":
+            sample.pointers = self.pointers(sample, f"pretraining item {i}", read=True)
         return sample
 
 
@@ -238,7 +242,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     first_step = int(cfg.get("first_step", 0))
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
                               first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)),
-                              pointers=float(cfg.get("pointer_weight", 0.0)) > 0)
+                              pointers=float(cfg.get("pointer_weight", 0.0)) > 0,
+                              read_pointers="read_match" in pointer_layout(cfg, agent.model_config))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

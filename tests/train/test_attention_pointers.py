@@ -160,3 +160,78 @@ def test_the_pretraining_stream_points_at_the_target_labels_tokens():
             assert tok.decode(ids[:match[at, 2] + 1].tolist()).endswith(label)
             at += n
     assert n_tap >= 8 and n_turns >= n_tap
+
+
+# a read item: the value "5:02" on the line after its row "Red Sun"; the screen and the response tokenise it alike
+READ_PIECES = ["Goal", ":", " Read", " Red", " Sun", "\nUI:", "\n", "[", "3", "]", ";", " Red", " Sun", "\n",
+               "[", "4", "]", ";", " 5", ":", "0", "2", "\n", "Goal", ":", " Read", " Red", " Sun", "<|im_end|>",
+               '{"', "text", '":', ' "', "5", ":", "0", "2", '"}']
+
+
+def test_read_pointers_name_the_row_the_predecessor_and_the_value_token_by_token():
+    rows = item_pointers(READ_PIECES, 29, "item 0", read=True)
+    got = {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist()}
+    screen = {(hop, q, key, key) for q in (11, 12) for hop, key in (("index_first", 8), ("index_last", 8))}
+    screen |= {("label_bag", 11, 11, 11), ("label_bag", 12, 11, 12)}
+    screen |= {(hop, q, 15, 15) for q in range(18, 22) for hop in ("index_first", "index_last")}
+    screen |= {("label_bag", q, 18, q) for q in range(18, 22)}
+    want = screen | {("label_bag", 26, 26, 26), ("label_bag", 27, 26, 27)}
+    want |= {("row", q, 12, 12) for q in range(18, 23)} | {("prev_token", q, q - 1, q - 1) for q in range(18, 23)}
+    # ' "' predicts "5" (screen token 18) ... "2" predicts the closing '"}' (the value line's "\n", 22)
+    want |= {("goal", q, 26, 27) for q in range(32, 37)}
+    want |= {("read_match", 32 + k, 18 + k, 18 + k) for k in range(5)}
+    assert got == want and len(rows) == len(want)
+
+
+def test_read_pointers_span_every_screen_token_a_response_token_covers():
+    # the response writes "5:" as one token: it is predicted from ' "' and points at both screen tokens
+    pieces = READ_PIECES[:33] + ["5:", "0", "2", '"}']
+    rows = item_pointers(pieces, 29, "item 0", read=True)
+    match = sorted(tuple(r[1:]) for r in rows.tolist() if r[0] == HOPS.index("read_match"))
+    assert match == [(32, 18, 19), (33, 20, 20), (34, 21, 21), (35, 22, 22)]
+
+
+def test_read_pointers_name_what_is_wrong():
+    with pytest.raises(ValueError, match="item 3: no UI line named in the goal 'Read Red Sun' has the answer's "
+                                         "value '5:03'"):
+        item_pointers(READ_PIECES[:36] + ["3", '"}'], 29, "item 3", read=True)
+    with pytest.raises(ValueError, match='item 4: the response writes no "text"'):
+        item_pointers(READ_PIECES[:29] + ['{"', "element", '":', " ", "3", "}"], 29, "item 4", read=True)
+    with pytest.raises(ValueError, match="the row hop must sit in an earlier layer than the read_match hop"):
+        parse_layout("label_bag=0.1,row=1.1,read_match=1.0", 3, 4)
+
+
+def test_the_pretraining_stream_reads_each_goals_value_from_its_row():
+    from types import SimpleNamespace
+
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.pretrain import CurriculumStream, parse_curriculum, parse_mix
+    from gui_jax.train.pretrain_data import quickstart_prompt_config
+    tok = tiny_tokenizer()
+    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
+    stream = CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"),
+                              parse_mix("tap:1,read:2"), batch_size=4, seed=3, read_pointers=True,
+                              goals_per_screen=3)
+    n_read = 0
+    for i in range(24):
+        item, sample = stream.sources[0][i], stream[i]
+        if item["objective"] != "read":
+            assert sample.pointers is None                 # tap pointers are off in this stream
+            continue
+        n_read += 1
+        ids = np.concatenate([sample.prompt_ids, sample.response_ids]).tolist()
+        pieces = [tok.decode([t]) for t in ids]
+        rows = sample.pointers
+        match, row = rows[rows[:, 0] == HOPS.index("read_match")], rows[rows[:, 0] == HOPS.index("row")]
+        answers = [item["answer"]] + [t["answer"] for t in item["turns"]]
+        labels = [item["label"]] + [t["label"] for t in item["turns"]]
+        read = "".join("".join(pieces[lo:hi + 1]) for _, _, lo, hi in match)
+        assert [v.strip() for v in read.split("\n")[:-1]] == answers    # the closing quote points at the "\n"
+        for q in match[:, 1]:                                          # each query predicts the next response token
+            assert q + 1 >= len(sample.prompt_ids)
+        rows_of = [tok.decode(ids[:k + 1]) for k in dict.fromkeys(row[:, 2].tolist())]
+        assert [any(r.endswith(label) for r in rows_of) for label in labels] == [True] * len(labels)
+        assert len(rows_of) == len(set(labels))
+    assert n_read >= 10
