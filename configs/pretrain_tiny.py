@@ -63,6 +63,10 @@ def get_config():
         # hop=layer.head for the hops index_first, index_last, label_bag, goal, match and (reading, 3 layers:
         # attention_pointers.READ_LAYOUT) row, prev_token, read_match; layer -1: the last
         "pointer_layout": DEFAULT_LAYOUT,
+        # > 0 (with pointer_weight): + this weight x the cross-entropy of the index hops' head outputs read
+        # out over the digit tokens against their line's index digit (the copy circuit's first half learnt
+        # directly: in the look-up probe it removed the plateau before the look-up forms)
+        "index_readout_weight": 0.0,
         # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
         "init_gain": 0.0,
         "init_residual_gain": 1.0,      # with init_gain: attention o_proj and MLP down_proj start this much smaller

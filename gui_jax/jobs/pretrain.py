@@ -126,6 +126,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
         f"- Supervised attention: pointer_weight {cfg.get('pointer_weight', 0.0)}"
         + (f" on hops {cfg.pointer_layout}" if cfg.get("pointer_weight", 0.0) else "")
+        + (f", index readout {cfg.index_readout_weight}" if cfg.get("index_readout_weight", 0.0) else "")
         + f"; init gain {cfg.get('init_gain', 0.0) or 'std 0.02'}"
         + (f", residual outputs x{cfg.init_residual_gain}" if cfg.get("init_gain", 0.0) else ""),
         f"- Updates: {out['steps'] - start} of batch {cfg.batch_size} items; {int(tokens):,} tokens"

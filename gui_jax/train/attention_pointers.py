@@ -254,10 +254,19 @@ def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=
     return jax.nn.log_softmax(jnp.where(allowed, scores, -1e30), -1)
 
 
-def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]]):
+READOUT_HOPS = ("index_first", "index_last")
+
+
+def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]],
+               readout=None):
     """Per-hop mean cross-entropy {hop: scalar} and entry counts {hop: scalar} of `pointers` int32 [B, K, 4]
     (hop, query, lo, hi; hop −1 = padding) against the heads of `layout`; layer_inputs[l]: the input of
-    layer l [B, L, H]. Target: uniform over keys lo..hi, so the cross-entropy is −mean log a(q, lo..hi)."""
+    layer l [B, L, H]. Target: uniform over keys lo..hi, so the cross-entropy is −mean log a(q, lo..hi).
+
+    readout (input_ids [B, L], readout_ids int32 [D], unembed: [B, K, H] → logits [B, K, D]): also
+    {"readout_<hop>": ...} for the READOUT_HOPS in `layout`: the cross-entropy of what the hop's head adds to
+    the residual at each query, unembedded over the tokens `readout_ids`, against the token at its key lo (the
+    index digit), so the first half of the copy circuit is learnt directly, not only through the match hop."""
     hop, q, lo, hi = (pointers[..., i] for i in range(4))
     keys = jnp.arange(layer_inputs[0].shape[1])
     in_range = (keys[None, None] >= lo[..., None]) & (keys[None, None] <= hi[..., None])     # [B, K, L]
@@ -271,4 +280,23 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
         sel = (hop == HOPS.index(name)).astype(jnp.float32)
         n = sel.sum()
         ce[name], count[name] = (per * sel).sum() / jnp.maximum(n, 1.0), n
+        if readout is not None and name in READOUT_HOPS:
+            input_ids, readout_ids, unembed = readout
+            logits = unembed(_head_output_rows(layers[layer], layer_inputs[layer], rows, head))   # [B, K, D]
+            target = jnp.take_along_axis(input_ids, lo.clip(0), axis=1)[..., None] == readout_ids  # [B, K, D]
+            valid = sel * target.any(-1)
+            nll = -(jax.nn.log_softmax(logits.astype(jnp.float32)) * target).sum(-1)
+            ce[f"readout_{name}"] = (nll * valid).sum() / jnp.maximum(valid.sum(), 1.0)
     return ce, count
+
+
+def _head_output_rows(layer, layer_input, rows, head: int):
+    """What query head `head` of a text DecoderLayer adds to the residual [B, K, H] at K query rows, given their
+    log-attention rows [B, K, L] and the layer's input [B, L, H]."""
+    att = layer.self_attn
+    x = layer.input_layernorm(layer_input)
+    b, length, _ = x.shape
+    v = att.v_proj(x).reshape(b, length, att.num_kv, att.head_dim)[:, :, head // (att.num_heads // att.num_kv)]
+    mixed = jnp.einsum("bkl,bld->bkd", jnp.exp(rows).astype(v.dtype), v)
+    w_o = att.o_proj.kernel[...][head * att.head_dim:(head + 1) * att.head_dim]
+    return jnp.dot(mixed, w_o.astype(mixed.dtype))

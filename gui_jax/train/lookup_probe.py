@@ -99,6 +99,13 @@ class LookupProbeConfig:
                                        # line's last label token (tiny model; the answer loss is unchanged)
   pointer_label_start: bool = False    # with pointer_weight: also layer 0 head 1 from every label token (screen and
                                        # goal) to its label's first token, so a multi-word label is matched whole
+  pointer_label_bag: bool = False      # with pointer_label_start: that head points each label token at all of its
+                                       # label's tokens up to itself (not the first only), so the last token holds
+                                       # every piece and two labels sharing a first and a last piece differ
+  index_readout_weight: float = 0.0    # > 0 (tiny, with pointer_weight): + w · cross-entropy of layer 0's output
+                                       # at each label token, unembedded over the 50 index tokens, against its
+                                       # line's index: the copy circuit's first half is learnt directly instead
+                                       # of only through the second (which left a long plateau)
   advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
                                        # last 100 steps reaches this (its steps become a maximum), so the
                                        # screens grow only after the look-up has formed on the smaller ones
@@ -116,6 +123,8 @@ class LookupProbeConfig:
     if self.pointer_weight and (self.order != "index_first" or self.model != "tiny"):
       raise ValueError(f"pointer_weight needs order='index_first' and model='tiny' (the pointer targets are the "
                        f"line's index before its label), got order={self.order!r}, model={self.model!r}")
+    if self.pointer_label_bag and not self.pointer_label_start:
+      raise ValueError("pointer_label_bag needs pointer_label_start=True (it changes that head's targets)")
     if self.pointer_label_start and (not self.pointer_weight or self.heads < 2):
       raise ValueError(f"pointer_label_start needs pointer_weight > 0 and heads ≥ 2, got {self.pointer_weight}, "
                        f"{self.heads}")
@@ -125,6 +134,10 @@ class LookupProbeConfig:
     if self.pointer_weight < 0 or self.init_gain < 0 or self.residual_gain < 0:
       raise ValueError(f"pointer_weight ({self.pointer_weight}), init_gain ({self.init_gain}) and residual_gain "
                        f"({self.residual_gain}) must be ≥ 0")
+    if self.index_readout_weight < 0 or (self.index_readout_weight and not (self.pointer_weight
+                                                                          and self.model == "tiny")):
+      raise ValueError(f"index_readout_weight ({self.index_readout_weight}) must be ≥ 0 and needs pointer_weight "
+                       f"> 0 and model='tiny' (its targets are the pointers' index tokens)")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
@@ -370,6 +383,10 @@ def _model_fns(cfg: LookupProbeConfig):
              head_log_attention(lm.layers[cfg.match_layer], layer_inputs[cfg.match_layer % cfg.layers], cos, sin)]
     if cfg.pointer_label_start:
       heads.append(head_log_attention(lm.layers[0], layer_inputs[0], cos, sin, head=1))
+    if cfg.index_readout_weight:   # the last entry: layer 0's output, final-normed, scored against the index tokens
+      model = nnx.merge(graphdef, p, rest)
+      table = model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...]
+      heads.append(lm.norm(layer_inputs[1]) @ table[INDEX_BASE:INDEX_BASE + 50].T)
     return hidden, tuple(heads)
 
   return params, hidden_fn, lambda p, h: nnx.merge(graphdef, p, rest).logits_from_hidden(h)
@@ -439,8 +456,18 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
                                           + (last * answer[:, 1:]).sum() / answer[:, 1:].sum())
       if cfg.pointer_label_start:
         in_label = (ids >= 100).astype(jnp.float32)
-        start = -jnp.take_along_axis(heads[2], start_pos[..., None], -1)[..., 0]
+        if cfg.pointer_label_bag:      # uniform over the label's tokens start..t
+          keys = jnp.arange(ids.shape[1])
+          bag = (keys[None, None] >= start_pos[..., None]) & (keys[None, None] <= keys[None, :, None])
+          start = -jnp.where(bag, heads[2], 0.0).sum(-1) / jnp.maximum(bag.sum(-1), 1)
+        else:
+          start = -jnp.take_along_axis(heads[2], start_pos[..., None], -1)[..., 0]
         loss = loss + cfg.pointer_weight * (start * in_label).sum() / jnp.maximum(in_label.sum(), 1.0)
+      if cfg.index_readout_weight:
+        read = jax.nn.log_softmax(heads[-1].astype(jnp.float32))          # over the 50 index tokens
+        index_id = jnp.take_along_axis(ids, index_pos, 1) - INDEX_BASE
+        nll = -jnp.take_along_axis(read, index_id.clip(0, 49)[..., None], -1)[..., 0]
+        loss = loss + cfg.index_readout_weight * (nll * label).sum() / jnp.maximum(label.sum(), 1.0)
     return loss, acc
 
   schedule = optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1))

@@ -217,6 +217,15 @@ def batch_iterator(stream: CurriculumStream, cfg):
     return iter(pipeline)
 
 
+def digit_ids(tokenizer) -> tuple[int, ...]:
+    """The token ids of "0".."9" (index digits are single tokens in the agent's UI text)."""
+    ids = [tokenizer.encode(str(d)) for d in range(10)]
+    ids = [getattr(i, "ids", i) for i in ids]
+    if any(len(i) != 1 for i in ids):
+        raise ValueError(f"index readout needs each digit to be one token; the tokenizer gives {ids}")
+    return tuple(int(i[0]) for i in ids)
+
+
 def pointer_layout(cfg, model_config) -> dict:
     """{hop: (layer, head)} of `cfg.pointer_layout` for this model; {} when pointer_weight is 0."""
     if not float(cfg.get("pointer_weight", 0.0)) > 0:
@@ -255,8 +264,10 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                                max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps, schedule=cfg.schedule)
     layout = pointer_layout(cfg, agent.model_config)
+    readout_weight = float(cfg.get("index_readout_weight", 0.0)) if layout else 0.0
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
-                                  int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout),
+                                  int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout,
+                                  readout_weight, digit_ids(stream.encoder.tokenizer) if readout_weight else ()),
                       optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     result = {"reading": {}, "tokens_per_s": None,

@@ -112,13 +112,16 @@ def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights
 
 
 def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0,
-                pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None):
+                pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None,
+                readout_weight: float = 0.0, readout_ids: Sequence[int] = ()):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
     the model dense copy targets (e.g. the goal repeated after the screen), not just one action.
     pointer_weight > 0 with a batch that has "pointers": + pointer_weight · #response tokens · Σ over the
     hops of `pointer_layout` ({hop: (layer, head)}) of the mean attention cross-entropy
-    (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`."""
+    (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`;
+    readout_weight > 0: + readout_weight · the same of the index hops' readout over the tokens `readout_ids`
+    (the index digits; attention_pointers.pointer_ce)."""
     from gui_jax.train.attention_pointers import pointer_ce
 
     def loss(params, batch, rng):
@@ -145,8 +148,16 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
                 raise ValueError("attention pointers need model.scan_layers=False (they read single layers)")
             cos, sin = mrope_cos_sin(batch["position_ids"], lm.cfg)
             segments = batch.get("segment_ids", batch["attention_mask"].astype(jnp.int32))
-            ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout)
-            total = total + pointer_weight * n * sum(ce.values())
+            readout = None
+            if readout_weight > 0:
+                table = (model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...])[
+                    jnp.asarray(readout_ids)]                                                     # [D, H]
+                readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32),
+                           lambda h: jnp.dot(lm.norm(h), table.T.astype(h.dtype)))
+            ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout)
+            hops = sum(v for k, v in ce.items() if not k.startswith("readout_"))
+            reads = sum(v for k, v in ce.items() if k.startswith("readout_"))
+            total = total + n * (pointer_weight * hops + readout_weight * reads)
             metrics.update({f"pointer_ce_{k}": v for k, v in ce.items()})
         return total, n, metrics
     return loss

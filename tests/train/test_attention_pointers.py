@@ -235,3 +235,37 @@ def test_the_pretraining_stream_reads_each_goals_value_from_its_row():
         assert [any(r.endswith(label) for r in rows_of) for label in labels] == [True] * len(labels)
         assert len(rows_of) == len(set(labels))
     assert n_read >= 10
+
+
+def test_index_readout_is_the_heads_own_output_scored_against_the_key_token():
+    """The readout of an index hop unembeds exactly what its head adds to the residual at the query (the heads'
+    outputs sum to the layer's attention output) and scores it against the token at the pointer's key."""
+    import jax
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train.attention_pointers import _head_output_rows, head_log_attention, pointer_ce
+    model, text = _small_model(2)
+    lm = model.language_model
+    ids = jnp.asarray(np.random.default_rng(2).integers(100, 300, (1, 8)))
+    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
+    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
+    cos, sin = mrope_cos_sin(positions, text)
+    seg = jnp.ones((1, 8), jnp.int32)
+    layer, x = lm.layers[0], out.hidden_states[0]
+    rows = jnp.stack([head_log_attention(layer, x, cos, sin, h, seg)[:, 5:7] for h in range(4)])   # [4, 1, 2, 8]
+    parts = sum(_head_output_rows(layer, x, rows[h], h) for h in range(4))
+    want, _ = layer.self_attn(layer.input_layernorm(x), cos, sin, seg)
+    np.testing.assert_allclose(np.asarray(parts), np.asarray(want[:, 5:7]), atol=1e-5)
+
+    digits = jnp.asarray([int(ids[0, 1]), int(ids[0, 3]), 7], jnp.int32)     # key tokens 1 and 3 are "digits"
+    table = lm.embed_tokens[...][digits]
+    unembed = lambda h: jnp.dot(lm.norm(h), table.T)
+    pointers = jnp.asarray([[[0, 5, 1, 1], [0, 6, 3, 3], [1, 6, 4, 4], [0, 4, 0, 0]]], jnp.int32)
+    ce, _ = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg,
+                       {"index_first": (0, 2), "index_last": (1, 0)}, (ids, digits, unembed))
+    # index_first rows at queries 5 and 6 -> keys 1 and 3 (digits 0 and 1); the key at 0 is no digit: no readout
+    first = unembed(_head_output_rows(layer, x, rows[2], 2))[0]
+    want_first = -(jax.nn.log_softmax(first[0])[0] + jax.nn.log_softmax(first[1])[1]) / 2
+    np.testing.assert_allclose(float(ce["readout_index_first"]), float(want_first), rtol=1e-5)
+    assert float(ce["readout_index_last"]) == 0.0          # its key (token 4) is not a digit: nothing to read

@@ -211,3 +211,7 @@ def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
         LookupProbeConfig(pointer_weight=1.0, order="adjacent")
     with pytest.raises(ValueError, match="match_layer must name one of the 4 layers"):
         LookupProbeConfig(layers=4, match_layer=4)
+    with pytest.raises(ValueError, match="index_readout_weight .* needs pointer_weight > 0 and model='tiny'"):
+        LookupProbeConfig(index_readout_weight=1.0)
+    with pytest.raises(ValueError, match="pointer_label_bag needs pointer_label_start=True"):
+        LookupProbeConfig(pointer_weight=1.0, order="index_first", pointer_label_bag=True)
