@@ -22,9 +22,9 @@ lines after the goal's row) takes a third hop, as the value's line cannot see it
                  same characters of v (the line's "\n" for the closing quote)
 
 so a value token's key holds its row's words and its predecessor, and the answer position, holding the goal's
-words (the goal hop) and the token it just wrote, finds the next token of the value. Each hop is placed on one (layer, head) by a
-layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1; layer -1 = the last; READ_LAYOUT adds
-the reading hops in layers 1 and 2).
+words (the goal hop) and the token it just wrote, finds the next token of the value. Each hop is placed on one
+(layer, head) by a layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1;
+layer -1 = the last; READ_LAYOUT adds the reading hops in layers 1 and 2).
 Both hops in the first two layers: in the look-up probe a 4-layer stack with the match hop in its last layer
 stayed at chance, with it in layer 1 it learnt as fast as a 2-layer one (experiments/results/lookup_probe.md).
 """
@@ -271,7 +271,7 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
     keys = jnp.arange(layer_inputs[0].shape[1])
     in_range = (keys[None, None] >= lo[..., None]) & (keys[None, None] <= hi[..., None])     # [B, K, L]
     width = jnp.maximum(hi - lo + 1, 1).astype(jnp.float32)
-    ce, count = {}, {}
+    ce, count, values = {}, {}, {}
     qk = {l: layer_qk(layers[l], layer_inputs[l], cos, sin) for l in sorted({l for l, _ in layout.values()})}
     for name, (layer, head) in layout.items():   # q/k projected once per layer, not once per hop
         logatt = head_log_attention(layers[layer], None, cos, sin, head, segment_ids, qk=qk[layer])
@@ -282,7 +282,9 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
         ce[name], count[name] = (per * sel).sum() / jnp.maximum(n, 1.0), n
         if readout is not None and name in READOUT_HOPS:
             input_ids, readout_ids, unembed = readout
-            logits = unembed(_head_output_rows(layers[layer], layer_inputs[layer], rows, head))   # [B, K, D]
+            if layer not in values:                  # both index hops share layer 0's values
+                values[layer] = _layer_values(layers[layer], layer_inputs[layer])
+            logits = unembed(_head_output_rows(layers[layer], None, rows, head, values[layer]))   # [B, K, D]
             target = jnp.take_along_axis(input_ids, lo.clip(0), axis=1)[..., None] == readout_ids  # [B, K, D]
             valid = sel * target.any(-1)
             nll = -(jax.nn.log_softmax(logits.astype(jnp.float32)) * target).sum(-1)
@@ -290,13 +292,19 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
     return ce, count
 
 
-def _head_output_rows(layer, layer_input, rows, head: int):
-    """What query head `head` of a text DecoderLayer adds to the residual [B, K, H] at K query rows, given their
-    log-attention rows [B, K, L] and the layer's input [B, L, H]."""
+def _layer_values(layer, layer_input):
+    """v [B, L, kv heads, hd] of a text DecoderLayer, recomputed from its input [B, L, H]."""
     att = layer.self_attn
     x = layer.input_layernorm(layer_input)
-    b, length, _ = x.shape
-    v = att.v_proj(x).reshape(b, length, att.num_kv, att.head_dim)[:, :, head // (att.num_heads // att.num_kv)]
+    return att.v_proj(x).reshape(*x.shape[:2], att.num_kv, att.head_dim)
+
+
+def _head_output_rows(layer, layer_input, rows, head: int, values=None):
+    """What query head `head` of a text DecoderLayer adds to the residual [B, K, H] at K query rows, given their
+    log-attention rows [B, K, L] and the layer's input [B, L, H] (or its `_layer_values`)."""
+    att = layer.self_attn
+    v = values if values is not None else _layer_values(layer, layer_input)
+    v = v[:, :, head // (att.num_heads // att.num_kv)]
     mixed = jnp.einsum("bkl,bld->bkd", jnp.exp(rows).astype(v.dtype), v)
     w_o = att.o_proj.kernel[...][head * att.head_dim:(head + 1) * att.head_dim]
     return jnp.dot(mixed, w_o.astype(mixed.dtype))

@@ -373,7 +373,8 @@ def _model_fns(cfg: LookupProbeConfig):
   params = rescale_init(params, cfg.init_gain, residual_gain=cfg.residual_gain) if cfg.init_gain else params
 
   def hidden_fn(p, ids):
-    lm = nnx.merge(graphdef, p, rest).language_model
+    model = nnx.merge(graphdef, p, rest)
+    lm = model.language_model
     positions = jnp.broadcast_to(jnp.arange(ids.shape[1])[None, None], (3,) + ids.shape)
     hidden, layer_inputs, _ = lm(lm.embed(ids), positions, ids > 0, output_hidden_states=bool(cfg.pointer_weight))
     if not cfg.pointer_weight:
@@ -384,7 +385,6 @@ def _model_fns(cfg: LookupProbeConfig):
     if cfg.pointer_label_start:
       heads.append(head_log_attention(lm.layers[0], layer_inputs[0], cos, sin, head=1))
     if cfg.index_readout_weight:   # the last entry: layer 0's output, final-normed, scored against the index tokens
-      model = nnx.merge(graphdef, p, rest)
       table = model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...]
       heads.append(lm.norm(layer_inputs[1]) @ table[INDEX_BASE:INDEX_BASE + 50].T)
     return hidden, tuple(heads)

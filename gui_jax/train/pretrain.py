@@ -220,7 +220,6 @@ def batch_iterator(stream: CurriculumStream, cfg):
 def digit_ids(tokenizer) -> tuple[int, ...]:
     """The token ids of "0".."9" (index digits are single tokens in the agent's UI text)."""
     ids = [tokenizer.encode(str(d)) for d in range(10)]
-    ids = [getattr(i, "ids", i) for i in ids]
     if any(len(i) != 1 for i in ids):
         raise ValueError(f"index readout needs each digit to be one token; the tokenizer gives {ids}")
     return tuple(int(i[0]) for i in ids)

@@ -125,7 +125,8 @@ def test_pointer_loss_is_the_mean_log_attention_over_each_key_range():
     assert float(count["goal"]) == 2 and float(count["match"]) == 1
 
 
-def test_the_pretraining_stream_points_at_the_target_labels_tokens():
+def _stream(mix: str, **kw):
+    """(tokenizer, the pretraining stream on 4-40-line screens, three goals per screen) with the tiny tokenizer."""
     from types import SimpleNamespace
 
     from gui_jax.models.processor import ImageProcessor
@@ -135,9 +136,12 @@ def test_the_pretraining_stream_points_at_the_target_labels_tokens():
     from gui_jax.train.pretrain_data import quickstart_prompt_config
     tok = tiny_tokenizer()
     agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
-    stream = CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"),
-                              parse_mix("tap:1,home:1,read:1"), batch_size=4, seed=5, pointers=True,
-                              goals_per_screen=3)
+    return tok, CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"), parse_mix(mix),
+                                 batch_size=4, goals_per_screen=3, **kw)
+
+
+def test_the_pretraining_stream_points_at_the_target_labels_tokens():
+    tok, stream = _stream("tap:1,home:1,read:1", seed=5, pointers=True)
     n_tap = n_turns = 0
     for i in range(24):
         item, sample = stream.sources[0][i], stream[i]
@@ -202,18 +206,7 @@ def test_read_pointers_name_what_is_wrong():
 
 
 def test_the_pretraining_stream_reads_each_goals_value_from_its_row():
-    from types import SimpleNamespace
-
-    from gui_jax.models.processor import ImageProcessor
-    from gui_jax.models.tokenizer import tiny_tokenizer
-    from gui_jax.rl.jax_policy import ChatEncoder
-    from gui_jax.train.pretrain import CurriculumStream, parse_curriculum, parse_mix
-    from gui_jax.train.pretrain_data import quickstart_prompt_config
-    tok = tiny_tokenizer()
-    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
-    stream = CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"),
-                              parse_mix("tap:1,read:2"), batch_size=4, seed=3, read_pointers=True,
-                              goals_per_screen=3)
+    tok, stream = _stream("tap:1,read:2", seed=3, read_pointers=True)
     n_read = 0
     for i in range(24):
         item, sample = stream.sources[0][i], stream[i]
