@@ -122,7 +122,7 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
     (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`;
     readout_weight > 0: + readout_weight · the same of the index hops' readout over the tokens `readout_ids`
     (the index digits; attention_pointers.pointer_ce)."""
-    from gui_jax.train.attention_pointers import pointer_ce
+    from gui_jax.train.attention_pointers import READOUT_HOPS, pointer_ce
 
     def loss(params, batch, rng):
         model = nnx.merge(graphdef, params, rest)
@@ -159,6 +159,12 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
             reads = sum(v for k, v in ce.items() if k.startswith("readout_"))
             total = total + n * (pointer_weight * hops + readout_weight * reads)
             metrics.update({f"pointer_ce_{k}": v for k, v in ce.items()})
+        elif pointer_weight > 0 and pointer_layout:
+            # a micro-batch with no pointed item (e.g. only state items) still reports every pointer metric, as an
+            # empty (sum, count) pair: the micro-batch accumulator needs the same metric names in every micro-batch
+            names = list(pointer_layout) + [f"readout_{h}" for h in READOUT_HOPS
+                                            if readout_weight > 0 and h in pointer_layout]
+            metrics.update({f"pointer_ce_{k}": (jnp.zeros(()), jnp.zeros(())) for k in names})
         return total, n, metrics
     return loss
 

@@ -262,3 +262,24 @@ def test_index_readout_is_the_heads_own_output_scored_against_the_key_token():
     want_first = -(jax.nn.log_softmax(first[0])[0] + jax.nn.log_softmax(first[1])[1]) / 2
     np.testing.assert_allclose(float(ce["readout_index_first"]), float(want_first), rtol=1e-5)
     assert float(ce["readout_index_last"]) == 0.0          # its key (token 4) is not a digit: nothing to read
+
+
+def test_a_micro_batch_without_pointers_reports_every_pointer_metric_as_empty():
+    """Micro-batches are accumulated by metric name: one whose items carry no pointers (e.g. only state goals)
+    must report the same names, as empty (sum, count) pairs, or the update fails."""
+    from flax import nnx
+
+    from gui_jax.train.sft import sft_loss_fn
+    model, _ = _small_model(2)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    layout = {"index_first": (0, 0), "match": (1, 0)}
+    loss = sft_loss_fn(graphdef, rest, pointer_weight=0.1, pointer_layout=layout, readout_weight=0.1,
+                       readout_ids=(100, 101))
+    pointed = TrainSample(np.arange(6) + 100, np.asarray([120, 121]), pointers=np.asarray([[0, 3, 1, 1]]))
+    plain = TrainSample(np.arange(6) + 100, np.asarray([120, 121]))
+    with_p = loss(params, build_batch([pointed], model.cfg, pad_id=0), None)[2]
+    without = loss(params, build_batch([plain], model.cfg, pad_id=0), None)[2]
+    assert sorted(with_p) == sorted(without)
+    assert {k for k in without if k.startswith("pointer_ce_")} == {
+        "pointer_ce_index_first", "pointer_ce_match", "pointer_ce_readout_index_first"}
+    assert all(float(without[k][1]) == 0.0 for k in without if k.startswith("pointer_ce_"))
