@@ -29,7 +29,10 @@ def get_config():
         "micro_batch_size": 4,          # packed rows per micro-batch (8 left half of the computed rows padding)
         "learning_rate": 1e-3,
         "warmup_steps": 200,
-        "schedule": "constant",         # constant | cosine
+        "schedule": "constant",         # constant | cosine | wsd (constant, then cosine to 0 over decay_steps)
+        # wsd: the updates at the end of num_steps over which the rate anneals; a shipped snapshot is a short
+        # annealed branch of the constant-rate run (copy its workdir, raise num_steps by decay_steps)
+        "decay_steps": 0,
         "weight_decay": 0.0,
         "max_grad_norm": 1.0,
         "packing": True,                # several items per row (segment ids)

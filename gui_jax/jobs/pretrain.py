@@ -131,7 +131,9 @@ def model_card(config, workdir: str, out: dict) -> str:
         + (f", residual outputs x{cfg.init_residual_gain}" if cfg.get("init_gain", 0.0) else ""),
         f"- Updates: {out['steps'] - start} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
         f"{f' ({uncounted} updates estimated at the mean)' if uncounted else ''}; AdamW lr "
-        f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}), clip {cfg.max_grad_norm}",
+        f"{cfg.learning_rate} ({cfg.schedule}, warm-up {cfg.warmup_steps}"
+        f"{f', the last {cfg.decay_steps} updates annealed to 0' if cfg.schedule == 'wsd' else ''}), clip "
+        f"{cfg.max_grad_norm}",
         f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
         f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
         f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",

@@ -77,6 +77,8 @@ class LookupProbeConfig:
   steps: int = 600
   learning_rate: float = 2e-3
   warmup: int = 20
+  final_lr_fraction: float = 1.0       # < 1: after warm-up the rate decays (cosine) to this fraction of
+                                       # learning_rate at the last step; 1: it stays constant
   eval_every: int = 100
   eval_screens: int = 256
   seed: int = 0
@@ -140,6 +142,11 @@ class LookupProbeConfig:
                        f"> 0 and model='tiny' (its targets are the pointers' index tokens)")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
+    if not 0.0 <= self.final_lr_fraction <= 1.0:
+      raise ValueError(f"final_lr_fraction must be in [0, 1], got {self.final_lr_fraction}")
+    if self.final_lr_fraction < 1.0 and self.steps <= self.warmup:
+      raise ValueError(f"final_lr_fraction {self.final_lr_fraction} anneals after the warm-up: need steps "
+                       f"({self.steps}) > warmup ({self.warmup})")
     if self.stages()[-1][2] < 0 and not self.advance_at:   # gated stages may be cut short: steps are maxima
       raise ValueError(f"curriculum {self.curriculum!r} has more steps than steps={self.steps}")
     for lines, key_words, _ in self.stages():
@@ -470,7 +477,9 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
         loss = loss + cfg.index_readout_weight * (nll * label).sum() / jnp.maximum(label.sum(), 1.0)
     return loss, acc
 
-  schedule = optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1))
+  schedule = (optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1)) if cfg.final_lr_fraction == 1.0
+              else optax.warmup_cosine_decay_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1), cfg.steps,
+                                                      cfg.learning_rate * cfg.final_lr_fraction))
   opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=0.0))
   opt_state = opt.init(params)
 

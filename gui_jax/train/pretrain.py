@@ -261,7 +261,9 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     meter = Throughput()
     data_iter = _CountingIterator(batch_iterator(stream, cfg), meter)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
-                               max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps, schedule=cfg.schedule)
+                               max_grad_norm=cfg.max_grad_norm, schedule=cfg.schedule,
+                               # the optimizer counts this run's updates, which start at first_step
+                               total_steps=cfg.num_steps - first_step, decay_steps=int(cfg.get("decay_steps", 0)))
     layout = pointer_layout(cfg, agent.model_config)
     readout_weight = float(cfg.get("index_readout_weight", 0.0)) if layout else 0.0
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),

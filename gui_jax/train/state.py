@@ -63,18 +63,29 @@ class TrainState:
 def make_optimizer(learning_rate: float, *, warmup_steps: int = 0, total_steps: int | None = None,
                    weight_decay: float = 0.0, max_grad_norm: float | None = 1.0,
                    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                   schedule: str = "constant") -> optax.GradientTransformation:
-    """AdamW with linear warm-up, optional cosine decay, and global-norm gradient clipping."""
+                   schedule: str = "constant", decay_steps: int = 0) -> optax.GradientTransformation:
+    """AdamW with linear warm-up, then a constant rate ('constant'), a cosine decay to 0 at total_steps
+    ('cosine'), or a constant rate whose last `decay_steps` updates decay (cosine) to 0 at total_steps ('wsd':
+    warm-up, stable, decay; a long run keeps the constant rate and a snapshot anneals from any checkpoint);
+    global-norm gradient clipping."""
+    if schedule in ("cosine", "wsd") and total_steps is None:
+        raise ValueError(f"schedule={schedule!r} needs total_steps")
+    warm = optax.linear_schedule(0.0, learning_rate, warmup_steps)
     if schedule == "constant":
-        lr = optax.join_schedules([optax.linear_schedule(0.0, learning_rate, warmup_steps),
-                                   optax.constant_schedule(learning_rate)], [warmup_steps]) \
+        lr = optax.join_schedules([warm, optax.constant_schedule(learning_rate)], [warmup_steps]) \
             if warmup_steps > 0 else learning_rate
     elif schedule == "cosine":
-        if total_steps is None:
-            raise ValueError("schedule='cosine' needs total_steps")
         lr = optax.warmup_cosine_decay_schedule(0.0, learning_rate, max(warmup_steps, 1), total_steps)
+    elif schedule == "wsd":
+        if not 0 < decay_steps <= total_steps - warmup_steps:
+            raise ValueError(f"schedule='wsd' needs 0 < decay_steps ({decay_steps}) ≤ total_steps ({total_steps}) "
+                             f"- warmup_steps ({warmup_steps})")
+        stable_end = total_steps - decay_steps
+        lr = optax.join_schedules([warm, optax.constant_schedule(learning_rate),
+                                   optax.cosine_decay_schedule(learning_rate, decay_steps)],
+                                  [warmup_steps, stable_end])
     else:
-        raise ValueError(f"unknown learning-rate schedule {schedule!r}; known: constant, cosine")
+        raise ValueError(f"unknown learning-rate schedule {schedule!r}; known: constant, cosine, wsd")
     parts = []
     if max_grad_norm is not None and max_grad_norm > 0:
         parts.append(optax.clip_by_global_norm(max_grad_norm))

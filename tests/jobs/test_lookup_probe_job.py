@@ -4,7 +4,8 @@ import json
 import subprocess
 import sys
 
-SMALL = ["--config.probe.steps=4", "--config.probe.eval_every=2", "--config.probe.layers=1",
+SMALL = ["--config.probe.steps=4", "--config.probe.eval_every=2", "--config.probe.layers=1", "--config.probe.lines=8",
+         "--config.probe.match_layer=-1", "--config.probe.warmup=1",
          "--config.probe.hidden=32", "--config.probe.heads=2", "--config.probe.kv_heads=1",
          "--config.probe.batch=4", "--config.probe.eval_screens=64", "--config.probe.curriculum=2:2", "--config.probe.queries=2"]
 

@@ -101,6 +101,10 @@ def test_config_errors_name_the_field():
         LookupProbeConfig(train_words=(100, 2200), held_out_words=(2100, 2600))
     with pytest.raises(ValueError, match="held_out_words must equal train_words"):
         LookupProbeConfig(word_pieces=2)
+    with pytest.raises(ValueError, match=r"need steps \(10\) > warmup \(20\)"):
+        LookupProbeConfig(steps=10, warmup=20, final_lr_fraction=0.0)
+    with pytest.raises(ValueError, match="final_lr_fraction must be in"):
+        LookupProbeConfig(final_lr_fraction=1.5)
 
 
 def test_reference_decoder_is_causal():

@@ -106,3 +106,31 @@ def test_logger_writes_jsonl_tb_and_png(tmp_path):
     assert any(p.name.startswith("events.out.tfevents") for p in (tmp_path / "logs").iterdir())
     again = MetricsLogger(str(tmp_path), tensorboard=False)
     assert again.history["sft/loss"][-1] == (4, 0.2)
+
+
+def _rates(opt, steps: int) -> np.ndarray:
+    """The learning rate of each update: with a constant gradient, Adam's bias-corrected step is exactly lr."""
+    params, state, out = jnp.zeros(1), None, []
+    state = opt.init(params)
+    for _ in range(steps):
+        updates, state = opt.update(jnp.ones(1), state, params)
+        out.append(-float(updates[0]))
+    return np.asarray(out)
+
+
+def test_wsd_schedule_warms_up_holds_then_anneals_to_zero():
+    lr, warm, total, decay = 1e-2, 4, 20, 8
+    got = _rates(make_optimizer(lr, warmup_steps=warm, total_steps=total, schedule="wsd", decay_steps=decay,
+                                max_grad_norm=None, eps=0.0), total + 1)
+    t = np.arange(total + 1)
+    want = np.where(t < warm, lr * t / warm,
+                    np.where(t < total - decay, lr,
+                             0.5 * lr * (1 + np.cos(np.pi * np.minimum(t - (total - decay), decay) / decay))))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
+    assert abs(got[total]) < 1e-9 and np.all(np.diff(got[total - decay:]) < 0)   # annealing from its first update
+
+
+def test_wsd_schedule_rejects_a_decay_longer_than_the_run():
+    import pytest
+    with pytest.raises(ValueError, match="decay_steps"):
+        make_optimizer(1e-3, warmup_steps=10, total_steps=20, schedule="wsd", decay_steps=15)
