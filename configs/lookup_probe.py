@@ -30,5 +30,5 @@ def get_config():
                    held_out_words=(100, 400), shuffle_ids=True, order="index_first", answer_token=False,
                    init_gain=1.0, pointer_weight=1.0, pointer_label_start=True, pointer_label_bag=True,
                    index_readout_weight=1.0, layers=3, match_layer=1, hidden=128, heads=4, kv_heads=2, batch=8,
-                   learning_rate=4e-3, final_lr_fraction=0.0, warmup=20, steps=600, eval_every=100)
+                   learning_rate=4e-3, final_lr_fraction=0.0, warmup=20, steps=700, eval_every=100)
     return c

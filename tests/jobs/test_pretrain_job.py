@@ -78,10 +78,12 @@ def test_card_command_reproduces_the_cards_first_losses(tmp_path):
                         text).group(1).split()
     card_losses = [float(x) for x in re.search(r"reproduction check\): (.*)", text).group(1).split(", ")]
     assert len(card_losses) == 20
-    overrides = [c for c in command if not c.startswith(("--config.pretrain.num_steps", "--config.model.checkpoint",
-                                                         "--config.pretrain.first_step"))]
-    _run(_command(tmp_path / "w", [*overrides, "--config.pretrain.num_steps=20", "--config.pretrain.eval_items=4",
-                                   "--config.pretrain.eval_every=1000"]), _env(tmp_path / "cache"))
+    # the card's num_steps stays: the learning-rate schedule (e.g. wsd's anneal) is the card's
+    overrides = [c for c in command if not c.startswith(("--config.model.checkpoint", "--config.pretrain.first_step"))]
+    p = subprocess.run(_command(tmp_path / "w", [*overrides, "--config.pretrain.stop_after_steps=20",
+                                                 "--config.pretrain.eval_items=4", "--config.pretrain.eval_every=1000"]),
+                       cwd=REPO, env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=900)
+    assert "stopped after 20 steps as configured" in p.stderr, p.stderr[-3000:]   # the knob's (non-zero) exit
     got = _losses(tmp_path / "w")
     np.testing.assert_allclose([got[s] for s in range(1, 21)], card_losses, rtol=2e-3)
 
