@@ -4,13 +4,14 @@ a goal names, from random weights, and does it work on words it never saw? Token
     python -m gui_jax.main --config configs/lookup_probe.py [--config.probe.lines=24 --config.probe.key_words=2 ...]
 
 Writes <workdir>/results.json (the curve), metrics.jsonl, TensorBoard logs and training_curves.png.
-Defaults: row 68 of experiments/results/lookup_probe.md, the recipe tests/train/test_learns_lookup.py holds
+Defaults: row 76 of experiments/results/lookup_probe.md, the recipe tests/train/test_learns_lookup.py holds
 CI to: the pretrained base's text stack (3 layers, hidden 128, 4 heads / 2 kv heads) from random weights on
 24-line screens of two-word labels whose distractors share a word, shuffled index tokens, words of two trained
 pieces (held out: unseen piece pairs), the index before its label; the look-up hops supervised
 (`pointer_weight`, the label-bag head, the match hop in layer 1), the index readout, matrices at
-1/sqrt(fan_in) (`init_gain`), 8 goals per screen, and the rate annealed to 5 % over the 350 updates (at a
-constant rate the same stack sat at 0.89-0.93, rows 62-67). Held-out accuracy 0.97 at update 350.
+1/sqrt(fan_in) (`init_gain`), 8 goals per screen, batch 8, and the rate annealed from 4e-3 to 0 over the 700
+updates (at a constant rate the same stack sat at 0.89-0.93, rows 62-67). Held-out accuracy 0.973 / 0.959
+(seeds 0 / 1) at update 700, ~3.6 minutes on 2 cores.
 """
 import dataclasses
 
