@@ -8,10 +8,10 @@ the look-up from forming fails here (a from-scratch decoder stays at chance on t
 experiments/results/lookup_probe.md).
 """
 import dataclasses
-import importlib.util
 import json
 import pathlib
 
+from gui_jax.jobs import load_config
 from gui_jax.jobs.lookup_probe import probe_config
 from gui_jax.train.lookup_probe import run_probe, word_ids
 
@@ -20,15 +20,8 @@ CONFIG = ROOT / "configs" / "lookup_probe.py"
 BASE = ROOT / "gui_jax" / "models" / "assets" / "builtin" / "tiny_base" / "config.json"
 
 
-def _recipe():
-    spec = importlib.util.spec_from_file_location("lookup_probe_config", CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return probe_config(module.get_config())
-
-
 def test_the_base_shape_learns_the_24_line_lookup_on_unseen_words():
-    cfg = _recipe()
+    cfg = probe_config(load_config(str(CONFIG)))
     text = json.loads(BASE.read_text())["text_config"]          # the shipped base's text stack
     assert (cfg.model, cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads, 3 * cfg.hidden) == (
         "tiny", text["num_hidden_layers"], text["hidden_size"], text["num_attention_heads"],

@@ -2,6 +2,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
 from gui_jax.train.checkpoint import Checkpointer
@@ -110,7 +111,7 @@ def test_logger_writes_jsonl_tb_and_png(tmp_path):
 
 def _rates(opt, steps: int) -> np.ndarray:
     """The learning rate of each update: with a constant gradient, Adam's bias-corrected step is exactly lr."""
-    params, state, out = jnp.zeros(1), None, []
+    params, out = jnp.zeros(1), []
     state = opt.init(params)
     for _ in range(steps):
         updates, state = opt.update(jnp.ones(1), state, params)
@@ -131,6 +132,5 @@ def test_wsd_schedule_warms_up_holds_then_anneals_to_zero():
 
 
 def test_wsd_schedule_rejects_a_decay_longer_than_the_run():
-    import pytest
     with pytest.raises(ValueError, match="decay_steps"):
         make_optimizer(1e-3, warmup_steps=10, total_steps=20, schedule="wsd", decay_steps=15)
