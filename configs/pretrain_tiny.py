@@ -44,7 +44,7 @@ def get_config():
         # goals answered per screen: the first in the agent's prompt, the others as further chat turns, all
         # trained (dense supervision: one answer per screen is one supervised look-up per ~100-400 tokens)
         "goals_per_screen": 1,
-        # objective:weight (tap, read, state, home, screen_text)
+        # objective:weight (tap, read, state, home, screen_text, toggle)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",

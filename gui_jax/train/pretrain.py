@@ -63,7 +63,7 @@ def parse_curriculum(spec: str) -> list[Stage]:
 
 
 def parse_mix(spec: str) -> ObjectiveMix:
-    """'tap:0.5,read:0.3,state:0.2' → ObjectiveMix (objectives: tap, read, state, home, screen_text)."""
+    """'tap:0.5,read:0.3,state:0.2' → ObjectiveMix (objectives: tap, read, state, home, screen_text, toggle)."""
     weights = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         name, _, w = part.partition(":")
@@ -115,7 +115,8 @@ class CurriculumStream:
         i = int(i) + self.offset
         item = self.sources[self.stage_of(i // self.batch_size)][i]
         sample = encode_item(self.encoder, item).sample
-        if self.tap_pointers and item["target_element"] is not None:
+        # toggle items click a switch / checkbox line whose text is not the goal's label: no tap hops
+        if self.tap_pointers and item["target_element"] is not None and item["objective"] != "toggle":
             sample.pointers = self.pointers(sample, f"pretraining item {i}")
         elif self.read_pointers and item["objective"] == "read":
             sample.pointers = self.pointers(sample, f"pretraining item {i}", read=True)

@@ -6,6 +6,7 @@ with the given PromptConfig, e.g. the quickstart's). Objectives:
   tap          "Tap Quiet Fire" / "Open …" / "Select …"              → click(element=k) of that label's line
   read         "What is the price of Quiet Fire?" (value beside/below) → answer(text=value)
   state        "Is Quiet Fire on?" (switch / checkbox / tab)          → answer(text="yes" | "no")
+  toggle       "Turn off Quiet Fire" / "Mark … as done"               → click(element=k) of its switch / checkbox
   home         "Open the Quiet Fire app" on a home screen             → click(element=k) of its icon
   screen_text  a tap or home item whose `prompt_loss_weight` > 0: the trainer also puts next-token loss
                on the UI-text tokens (`ui_span`; `encode_item` gives the token mask)
@@ -27,10 +28,10 @@ from gui_jax.core.types import Action
 from gui_jax.rl.batch import TrainSample
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_text, ui_text, word_spaced
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
-                                           READ_WHERE, STATE_GOALS, TAP_GOALS, YES, label_pool)
+                                           READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
 
-OBJECTIVES = ("tap", "read", "state", "home", "screen_text")
+OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle")
 DEFAULT_MIX = {"tap": 0.4, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.15}
 SOURCE_LEN = 2 ** 40
 UI_HEADER = "\nUI:\n"  # what prompting._observation_content writes before the UI lines
@@ -105,7 +106,7 @@ class PretrainSource:
     """Random access over synthetic pretraining items: `source[i]` depends on (seed, i) only.
 
     Item (dict): messages (chat, no images), target (response text), objective, goal, layout, label,
-    target_element (tap/home: int, else None), answer (read/state: str, else None), label_element,
+    target_element (tap/home/toggle: int, else None), answer (read/state: str, else None), label_element,
     value_element (read), ui_text, ui_span (message, content item, start, end of the UI lines in that text),
     prompt_loss_weight (> 0 on screen_text items), turns (further goals about the screen: dicts of goal, target,
     target_element, answer, label), n_lines, observation, pool, dialect, seed, index.
@@ -208,6 +209,9 @@ def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str
     if need in ("tap", "home"):
         goal = _pick(rng, TAP_GOALS if need == "tap" else HOME_GOALS).format(L=s.label)
         return goal, Action("click", element=tap_element), None
+    if need == "toggle":   # the goal asks for the state the slot is not in
+        return _pick(rng, TOGGLE_GOALS[(s.state_kind, bool(s.state))]).format(L=s.label), \
+            Action("click", element=tap_element), None
     if need == "read":
         options = READ_GOALS[s.value_kind] + READ_WHERE[s.where]
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value

@@ -60,6 +60,13 @@ STATE_GOALS = {
     ("checkbox", False): ("Is {L} unchecked?", "Is {L} not done yet?"),
     ("tab", True): ("Is the {L} tab selected?", "Is {L} selected?"),
 }
+# "turn the named switch / checkbox to the other state": click its switch or checkbox, not the row's title
+TOGGLE_GOALS = {
+    ("switch", True): ("Turn off {L}", "Turn {L} off", "Disable {L}", "Switch off {L}."),
+    ("switch", False): ("Turn on {L}", "Turn {L} on", "Enable {L}", "Switch on {L}."),
+    ("checkbox", True): ("Uncheck {L}", "Mark {L} as not done", "Untick '{L}'."),
+    ("checkbox", False): ("Mark {L} as done", "Check {L}", "Tick '{L}'.", "Complete {L}"),
+}
 YES, NO = "yes", "no"
 # words of the prompt's own format ("Goal:", "UI:", the flags of a UI line): never inside a label
 PROMPT_WORDS = frozenset({"goal", "ui", "click", "long", "scroll", "check", "on", "focus", "sel"})
@@ -72,7 +79,8 @@ def _words_of(text: str) -> list[str]:
 def goal_words() -> frozenset[str]:
     """Every word of our goal phrasings and answers: kept out of labels so a goal's only label words are the label."""
     texts = [*TAP_GOALS, *HOME_GOALS, *(t for v in READ_GOALS.values() for t in v),
-             *(t for v in READ_WHERE.values() for t in v), *(t for v in STATE_GOALS.values() for t in v), YES, NO]
+             *(t for v in READ_WHERE.values() for t in v), *(t for v in STATE_GOALS.values() for t in v),
+             *(t for v in TOGGLE_GOALS.values() for t in v), YES, NO]
     return frozenset(w for t in texts for w in _words_of(t))
 
 

@@ -29,6 +29,7 @@ LAYOUTS = ("list", "settings", "checklist", "form", "dialog", "tabs", "grid", "d
 SERVES = {"tap": ("list", "settings", "form", "dialog", "tabs", "grid", "details"),
           "read": ("list", "settings", "checklist", "form", "details"),
           "state": ("settings", "checklist", "tabs"),
+          "toggle": ("settings", "checklist"),
           "home": ("home",)}
 MIN_LINES, MAX_LINES = 3, 40
 LINE_RANGE = {"dialog": (3, 9)}  # (min, max) UI lines a layout can show; others MIN_LINES..MAX_LINES
@@ -42,7 +43,8 @@ APP = "pretrain"
 # fewest UI lines a layout needs to show a slot an objective can target, under ui_text_skip_unlabeled
 # (app-bar title + the smallest such item; e.g. a checklist row with a value below: checkbox, title, value)
 _MIN_NEED = {("list", "tap"): 2, ("list", "read"): 3, ("settings", "tap"): 2, ("settings", "read"): 3,
-             ("settings", "state"): 3, ("checklist", "read"): 4, ("checklist", "state"): 3, ("form", "tap"): 2,
+             ("settings", "state"): 3, ("settings", "toggle"): 3, ("checklist", "read"): 4, ("checklist", "state"): 3,
+             ("checklist", "toggle"): 3, ("form", "tap"): 2,
              ("form", "read"): 4, ("dialog", "tap"): 3, ("tabs", "tap"): 2, ("tabs", "state"): 2,
              ("grid", "tap"): 2, ("details", "tap"): 2, ("details", "read"): 3, ("home", "home"): 3}
 _ROW_LAYOUTS = ("list", "settings", "checklist")  # their targets sit in clickable row containers
@@ -68,6 +70,7 @@ class Slot:
     where: str = ""              # below | beside | field: where the value sits
     state: Optional[bool] = None  # on / checked / selected
     state_kind: str = ""          # switch | checkbox | tab
+    toggle: Optional[Node] = None  # the switch / checkbox a "Turn off <label>" goal clicks
 
 
 @dataclasses.dataclass
@@ -216,7 +219,8 @@ class _Builder:
 
         def slots(nodes):
             box, t = _child(nodes[0], "checkbox"), _child(nodes[0], "row_title")
-            s = Slot(title, [(t, "text", "{}"), (box, "desc", "Done: {}")], state=checked, state_kind="checkbox")
+            s = Slot(title, [(t, "text", "{}"), (box, "desc", "Done: {}")], state=checked, state_kind="checkbox",
+                     toggle=box)
             if sub:
                 s.value, s.value_kind, s.value_node, s.where = sub, sub_kind, _child(nodes[0], "row_sub"), "below"
             return [s]
@@ -228,7 +232,8 @@ class _Builder:
 
         def slots(nodes):
             title, switch = _child(nodes[0], "row_title"), _child(nodes[0], "switch")
-            return [Slot(lab, [(title, "text", "{}"), (switch, "desc", "{}")], state=on, state_kind="switch")]
+            return [Slot(lab, [(title, "text", "{}"), (switch, "desc", "{}")], state=on, state_kind="switch",
+                         toggle=switch)]
         return self._commit(lambda: self.ui.switch(lab, on, _noop, "switch"), slots)
 
     def field(self, key: str, filled: bool) -> bool:
@@ -392,6 +397,8 @@ def _eligible(s: Slot, need: str) -> bool:
         return s.tap is not None
     if need == "read":
         return s.value_node is not None
+    if need == "toggle":
+        return s.toggle is not None
     return s.state is not None
 
 
@@ -399,7 +406,7 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
                  n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
                  max_tries: int = 50, with_others: bool = False) -> SynthScreen:
     """A screen of `layout` with `n_lines` UI-text lines and a target slot serving `need` (tap | read | state |
-    home), its label unique on screen. Every distractor label shares a word with the target with probability
+    toggle | home), its label unique on screen. Every distractor label shares a word with the target with probability
     `shared_word_prob` (the target then has ≥ 2 words with that probability). with_others: also locate the
     other unique slots (`SynthScreen.others`; a scan of every line per slot, so only when asked)."""
     if need not in SERVES or layout not in SERVES[need]:
@@ -448,7 +455,8 @@ def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig,
         for e in shown:
             if e.index not in own and contains_label(element_label_text(e, cfg), s.label):
                 return None
-        tap = index[id(s.tap)] if s.tap is not None else None
+        click = s.toggle if need == "toggle" else s.tap
+        tap = index[id(click)] if click is not None else None
         value = index[id(s.value_node)] if s.value_node is not None else None
         if not own <= shown_idx or any(k is not None and k not in shown_idx for k in (tap, value)):
             return None

@@ -94,6 +94,32 @@ def test_state_answers_agree_with_the_flags():
         assert it["answer"] == ("yes" if state == asked else "no"), (goal, line)
 
 
+def test_toggle_items_click_the_named_rows_switch_or_checkbox_toward_the_other_state():
+    src = PretrainSource(CFG, {"toggle": 1}, Difficulty(min_lines=3, max_lines=30, shared_word_prob=0.5), seed=0,
+                         goals_per_screen=3)
+    items = [src[i] for i in range(120)]
+    assert {it["layout"] for it in items} == {"settings", "checklist"}
+    turns = [(it, t["goal"], t["target_element"], t["label"]) for it in items for t in it["turns"]]
+    assert len(turns) > 60
+    for it, goal, k, label in [(it, it["goal"], it["target_element"], it["label"]) for it in items] + turns:
+        lines = _lines(it)
+        line = lines[k]
+        flags = line.split(";")[0].split(",")
+        assert "click" in flags and "check" in flags and contains_label(line, label), (goal, line)
+        # the title line also shows the label, but is not what a toggle goal clicks
+        titles = [j for j, ln in lines.items() if contains_label(ln, label) and "check" not in ln.split(";")[0]]
+        assert len(titles) == 1 and titles[0] != k, (goal, lines)
+        wants_on = not re.search(r"\b(off|Disable|Uncheck|Untick|not done)\b", goal)
+        assert ("on" in flags) != wants_on, (goal, line)
+        assert label in goal.replace("' ", "'")
+    it = items[0]
+    _, action = parse_response(it["target"], CFG.dialect)
+    assert action.type == "click" and action.element == it["target_element"]
+    title = next(j for j, ln in _lines(it).items() if contains_label(ln, it["label"]) and j != it["target_element"])
+    assert score(it, it["target"])
+    assert not score(it, it["target"].replace(f": {it['target_element']}", f": {title}"))
+
+
 def test_shared_words_put_the_targets_words_in_other_lines():
     def sharing(it):
         words = set(label_words(it["label"]))
