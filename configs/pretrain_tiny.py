@@ -46,6 +46,10 @@ def get_config():
         "goals_per_screen": 1,
         # objective:weight (tap, read, state, home, screen_text, toggle)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
+        # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
+        # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too);
+        # '' = pretrain_labels.DEFAULT_LABEL_KINDS
+        "label_kinds": "",
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

@@ -121,6 +121,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
         "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, layouts: pretrain_screens.py)",
         f"- Objectives and mix: {cfg.mix}; goals per screen {cfg.get('goals_per_screen', 1)}; "
+        f"label kinds: {cfg.get('label_kinds', '') or 'the defaults'}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
@@ -167,11 +168,11 @@ def run(config, workdir: str) -> None:
     from gui_jax.jobs.export import export_agent
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
-    from gui_jax.train.pretrain import parse_curriculum, parse_mix, train_pretrain
+    from gui_jax.train.pretrain import curriculum_of, parse_mix, train_pretrain
 
     cfg = config.pretrain
     try:  # configuration errors before any model is built
-        stages = parse_curriculum(cfg.curriculum)
+        stages = curriculum_of(cfg)
         parse_mix(cfg.mix)
         prompt_cfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:

@@ -30,6 +30,7 @@ from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.attention_pointers import PiecePointers, parse_layout
 from gui_jax.train.pretrain_data import (OBJECTIVES, Difficulty, ObjectiveMix, PretrainSource, encode_item,
                                          reading_eval_items)
+from gui_jax.train.pretrain_labels import LABEL_KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +40,22 @@ class Stage:
     steps: Optional[int]
 
 
-def parse_curriculum(spec: str) -> list[Stage]:
-    """'4-8@0:500,8-40@1' → [Stage(Difficulty(4, 8, 0.0), 500), Stage(Difficulty(8, 40, 1.0), None)]."""
+def parse_label_kinds(spec: str) -> Optional[dict]:
+    """'words:0.4,pieces:0.3' → {"words": 0.4, "pieces": 0.3}; '' → None (the default kinds)."""
+    kinds = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        name, _, w = part.partition(":")
+        try:
+            kinds[name.strip()] = float(w)
+        except ValueError:
+            raise ValueError(f"pretrain.label_kinds entry {part!r}: write 'kind:weight' with kinds "
+                             f"{LABEL_KINDS}") from None
+    return kinds or None
+
+
+def parse_curriculum(spec: str, label_kinds: Optional[dict] = None) -> list[Stage]:
+    """'4-8@0:500,8-40@1' → [Stage(Difficulty(4, 8, 0.0), 500), Stage(Difficulty(8, 40, 1.0), None)];
+    label_kinds (kind → weight, None: the defaults) applies to every stage."""
     stages = []
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts:
@@ -50,7 +65,8 @@ def parse_curriculum(spec: str) -> list[Stage]:
             shape, _, steps = part.partition(":")
             lines, _, prob = shape.partition("@")
             lo, _, hi = lines.partition("-")
-            difficulty = Difficulty(min_lines=int(lo), max_lines=int(hi or lo), shared_word_prob=float(prob or 0.0))
+            difficulty = Difficulty(min_lines=int(lo), max_lines=int(hi or lo), shared_word_prob=float(prob or 0.0),
+                                    label_kinds=label_kinds)
             n = int(steps) if steps else None
         except ValueError as e:
             raise ValueError(f"pretrain.curriculum stage {k + 1} {part!r}: {e} (write 'min-max@p:steps')") from None
@@ -60,6 +76,11 @@ def parse_curriculum(spec: str) -> list[Stage]:
             raise ValueError(f"pretrain.curriculum stage {k + 1} {part!r}: steps must be > 0")
         stages.append(Stage(difficulty, n))
     return stages
+
+
+def curriculum_of(cfg) -> list[Stage]:
+    """The stages of a `pretrain` config block: its curriculum with its label_kinds in every stage."""
+    return parse_curriculum(cfg.curriculum, parse_label_kinds(cfg.get("label_kinds", "")))
 
 
 def parse_mix(spec: str) -> ObjectiveMix:
@@ -245,7 +266,7 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     from gui_jax.train.state import Updater, make_optimizer
     from gui_jax.train.sft import sft_loss_fn
 
-    stages = parse_curriculum(cfg.curriculum)
+    stages = curriculum_of(cfg)
     # a snapshot ships in bf16; AdamW keeps float32 master weights (compute is float32 either way)
     agent.set_params(jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x, agent.params))
     first_step = int(cfg.get("first_step", 0))

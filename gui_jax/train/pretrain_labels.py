@@ -9,6 +9,11 @@ label sits; it has to read. Two disjoint pools by construction:
   - both drop every word PhoneSim's apps and templates use (`phonesim_words`: collected from the string
     literals of gui_jax/envs/sim, plural/singular forms too) and every word of our own goal phrasings.
 Only FORMAT_WORDS (month abbreviations, AM/PM) are shared: they are part of value formats, not labels.
+
+`pieces` labels are made-up words glued from the letter pieces of the tiny tokenizer's vocabulary ("Garciazu
+Ovalin"), under the same two rules (pool by hash, no PhoneSim or goal word). Word lists reach only the ~700
+tokens their words split into; an agent on PhoneSim meets thousands more (names, app words), and a token the
+base never trained has an embedding the look-up cannot match. Pieces cover most of the vocabulary.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from gui_jax.train import pretrain_words as W
 
 POOLS = ("train", "reading_eval")
 EVAL_SHARE = 5  # 1 in EVAL_SHARE words / names / values hash into reading_eval
-LABEL_KINDS = ("words", "name", "phrase", "number", "price", "time", "date", "percent")
+LABEL_KINDS = ("words", "name", "phrase", "number", "price", "time", "date", "percent", "pieces")
 VALUE_KINDS = ("price", "time", "date", "percent", "number", "name", "words", "phrase")
 MULTIWORD_KINDS = ("words", "name", "phrase")  # kinds that can share a word with a distractor
 DEFAULT_LABEL_KINDS = {"words": 0.55, "name": 0.15, "phrase": 0.10, "number": 0.05, "price": 0.05,
@@ -196,7 +201,31 @@ class LabelPool:
             return _case(parts, title=False)
         if kind in ("number", "price", "time", "date", "percent"):
             return self.value(rng, kind)
+        if kind == "pieces":
+            return self._pieces_label(rng)
         raise ValueError(f"unknown label kind {kind!r}; known: {LABEL_KINDS}")
+
+    def _piece_word(self, rng: np.random.Generator) -> str:
+        pieces = vocabulary_pieces()
+        for _ in range(100):
+            n = int(rng.choice(3, p=[0.45, 0.4, 0.15])) + 1
+            w = "".join(pieces[int(rng.integers(len(pieces)))] for _ in range(n))
+            if rng.random() < 0.6:
+                w = w[:1].upper() + w[1:]
+            if _keep(w, self.name) and w.lower() not in FORMAT_WORDS:
+                return w
+        raise RuntimeError("no piece word hashed into this pool in 100 tries")
+
+    def _pieces_label(self, rng: np.random.Generator) -> str:
+        """1-3 made-up words; sometimes with a second part in brackets or after a dash, as list rows show
+        ("Kai Sol - 2:01", "Jonas Rossi (new)"), so those tokens are trained too."""
+        words = [self._piece_word(rng) for _ in range(int(rng.choice(3, p=[0.4, 0.45, 0.15])) + 1)]
+        r = rng.random()
+        if r < 0.1:
+            return f"{' '.join(words)} ({self._piece_word(rng)})"
+        if r < 0.2:
+            return f"{' '.join(words)} - {self._piece_word(rng)}"
+        return " ".join(words)
 
     def _word_combo(self, rng: np.random.Generator, n: int) -> str:
         if n == 1:
@@ -273,6 +302,16 @@ def _date(rng) -> str:
 
 def _percent(rng) -> str:
     return f"{int(rng.integers(0, 101))}%"
+
+
+@functools.lru_cache(maxsize=1)
+def vocabulary_pieces() -> tuple[str, ...]:
+    """The distinct letter-only pieces of the tiny tokenizer's vocabulary, SentencePiece's word-start mark
+    dropped, sorted (the material of `pieces` labels)."""
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    tok = tiny_tokenizer()
+    pieces = {tok.id_to_token(i).lstrip("\u2581") for i in range(tok.vocab_size)}
+    return tuple(sorted(p for p in pieces if p.isascii() and p.isalpha()))
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from gui_jax.train.pretrain import CurriculumStream, Stage, Throughput, parse_curriculum, parse_mix
+from gui_jax.train.pretrain import (CurriculumStream, Stage, Throughput, curriculum_of, parse_curriculum,
+                                    parse_label_kinds, parse_mix)
 from gui_jax.train.pretrain_data import Difficulty, quickstart_prompt_config
 
 
@@ -19,6 +20,17 @@ def test_curriculum_parses_stages_and_names_bad_ones():
         parse_curriculum("4-41@0")
     with pytest.raises(ValueError, match="empty"):
         parse_curriculum(" , ")
+
+
+def test_label_kinds_reach_every_stage_and_bad_ones_are_named():
+    cfg = {"curriculum": "4-8@0:10,12-40@1", "label_kinds": "words:1, pieces:3"}
+    stages = curriculum_of(type("Cfg", (dict,), {"__getattr__": dict.__getitem__})(cfg))
+    assert [s.difficulty.label_kinds for s in stages] == [{"words": 1.0, "pieces": 3.0}] * 2
+    assert parse_label_kinds("") is None
+    with pytest.raises(ValueError, match="'pieces'"):
+        parse_label_kinds("pieces")
+    with pytest.raises(ValueError, match="unknown kind 'emoji'"):
+        parse_curriculum("4-8@0", parse_label_kinds("emoji:1"))
 
 
 def test_mix_parses_weights_and_names_bad_entries():
