@@ -37,6 +37,10 @@ TRAINING_JOB_OUTPUTS = {
     "reasoning_sft": ("round_*", "init", "reasoning_sft.json", "metrics.jsonl", "logs", "training_curves.png"),
     "self_improve": ("round_*", "init_sft", "results.json", "results.md", "metrics.jsonl", "logs"),
 }
+# Jobs that may resume with another recipe (a curriculum jump, an annealed branch): the change is kept in
+# <workdir>/RECIPE_CHANGES_FILE with the checkpoint it continues from, so the run's card can say what ran when.
+RECIPE_LOG_JOBS = ("pretrain",)
+RECIPE_CHANGES_FILE = "recipe_changes.jsonl"
 # Which episode folders (sides) a job reads through `prepare`.
 JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",),
                      "base_eval": ("test",)}
@@ -128,6 +132,28 @@ def write_snapshot(config, workdir: str) -> dict:
     return snaps[config.job]
 
 
+def log_recipe_change(workdir: str, diffs: list[str]) -> None:
+    """Appends {"saved_at", "from_step", "changes"} to <workdir>/RECIPE_CHANGES_FILE when `diffs` is not
+    empty; from_step: the newest checkpoint the run resumes from (None: none yet)."""
+    if not diffs:
+        return
+    ckpt = os.path.join(workdir, "checkpoints")
+    steps = [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
+    record = {"saved_at": datetime.datetime.now().isoformat(timespec="seconds"),
+              "from_step": max(steps) if steps else None, "changes": diffs}
+    with open(os.path.join(workdir, RECIPE_CHANGES_FILE), "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def recipe_changes(workdir: str) -> list[dict]:
+    """The records `log_recipe_change` wrote, oldest first."""
+    path = os.path.join(workdir, RECIPE_CHANGES_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -159,6 +185,9 @@ def open_workdir(config, workdir: str, *, overwrite: bool = False) -> None:
             for pattern in TRAINING_JOB_OUTPUTS[job]:
                 for p in Path(workdir).glob(pattern):
                     _remove(p)
+    if job in RECIPE_LOG_JOBS and old is not None:
+        log_recipe_change(workdir, config_differences(old.get("config", {}), flatten_config(config),
+                                                      both_only=True))
     for side in JOB_EPISODE_SIDES.get(job, ()):
         check_episode_cache(os.path.join(workdir, "episodes", side), episode_key(config, side),
                             overwrite=overwrite)

@@ -85,7 +85,7 @@ def model_card(config, workdir: str, out: dict) -> str:
     continues from a snapshot (pretrain.first_step > 0) lists the snapshot's phases before its own, so the card
     keeps the command and first losses of the phase that started from random weights."""
     from gui_jax.eval.metrics import wilson_interval
-    from gui_jax.jobs.common import version_info
+    from gui_jax.jobs.common import recipe_changes, version_info
     cfg = config.pretrain
     losses = _metric_series(workdir, "pretrain/loss")
     counted = _metric_series(workdir, "pretrain/batch_tokens")
@@ -137,6 +137,8 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{cfg.max_grad_norm}",
         f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
         f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
+        *[f"- Resumed at update {r['from_step']} with a changed recipe (the command above is the last one): "
+          + "; ".join(r["changes"]) for r in recipe_changes(workdir)],
         f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",
         f"- Losses of updates {first_steps} (reproduction check): {first}",
     ]

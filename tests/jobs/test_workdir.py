@@ -167,3 +167,23 @@ def test_filters_leaving_no_training_tasks_stop_before_training(tmp_path):
     with pytest.raises(RunError, match=r"no train tasks left after filtering .*data.max_optimal_steps=1"):
         common.prepare(config, str(tmp_path))
     assert not (tmp_path / "episodes").exists()
+
+
+def test_pretrain_resumed_with_another_recipe_logs_the_change_and_its_checkpoint(tmp_path):
+    spec = importlib.util.spec_from_file_location("recipe_pretrain", REPO / "configs/pretrain_tiny.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    wd = tmp_path / "run"
+    config = mod.get_config()
+    common.open_workdir(config, str(wd))
+    common.open_workdir(config, str(wd))                      # the same recipe: nothing to log
+    assert common.recipe_changes(str(wd)) == []
+    for step in ("120", "240"):                               # Orbax step folders
+        (wd / "checkpoints" / step).mkdir(parents=True)
+    config.pretrain.curriculum, config.pretrain.stop_after_steps = "12-40@1", 5   # run control is not a change
+    common.open_workdir(config, str(wd))                      # a pretraining run may change course on resume
+    [record] = common.recipe_changes(str(wd))
+    assert record["from_step"] == 240
+    assert record["changes"] == ["pretrain.curriculum: '4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1' → "
+                                 "'12-40@1'"]
+    assert common.read_snapshots(str(wd))["pretrain"]["config"]["pretrain.curriculum"] == "12-40@1"
