@@ -132,15 +132,19 @@ def write_snapshot(config, workdir: str) -> dict:
     return snaps[config.job]
 
 
-def log_recipe_change(workdir: str, diffs: list[str]) -> None:
-    """Appends {"saved_at", "from_step", "changes"} to <workdir>/RECIPE_CHANGES_FILE when `diffs` is not
-    empty; from_step: the newest checkpoint the run resumes from (None: none yet)."""
+def log_recipe_change(workdir: str, old: dict, new: dict) -> None:
+    """Appends {"saved_at", "from_step", "changes": ['path: old → new'], "fields": {path: [old, new]}} to
+    <workdir>/RECIPE_CHANGES_FILE when the flattened configs differ in a field both have (run control aside);
+    from_step: the newest checkpoint the run resumes from (None: none yet)."""
+    diffs = config_differences(old, new, both_only=True)
     if not diffs:
         return
+    fields = {path: [old[path], new[path]] for path in sorted(set(old) & set(new))
+              if path.rsplit(".", 1)[-1] not in RUN_CONTROL_FIELDS and old[path] != new[path]}
     ckpt = os.path.join(workdir, "checkpoints")
     steps = [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
     record = {"saved_at": datetime.datetime.now().isoformat(timespec="seconds"),
-              "from_step": max(steps) if steps else None, "changes": diffs}
+              "from_step": max(steps) if steps else None, "changes": diffs, "fields": fields}
     with open(os.path.join(workdir, RECIPE_CHANGES_FILE), "a") as f:
         f.write(json.dumps(record) + "\n")
 
@@ -186,8 +190,7 @@ def open_workdir(config, workdir: str, *, overwrite: bool = False) -> None:
                 for p in Path(workdir).glob(pattern):
                     _remove(p)
     if job in RECIPE_LOG_JOBS and old is not None:
-        log_recipe_change(workdir, config_differences(old.get("config", {}), flatten_config(config),
-                                                      both_only=True))
+        log_recipe_change(workdir, old.get("config", {}), flatten_config(config))
     for side in JOB_EPISODE_SIDES.get(job, ()):
         check_episode_cache(os.path.join(workdir, "episodes", side), episode_key(config, side),
                             overwrite=overwrite)

@@ -80,6 +80,19 @@ def card_phases(text: str) -> list[str]:
 RUN_CONTROL = ("--config.pretrain.max_minutes", "--config.pretrain.stop_after_steps")
 
 
+def first_overrides(overrides: list[str], changes: list[dict]) -> list[str]:
+    """The command-line overrides a run started with: the last command's, with every field that a logged
+    recipe change touched set back to its value before the first such change."""
+    first: dict = {}
+    for record in changes:
+        for path, (old, _) in record.get("fields", {}).items():
+            first.setdefault(path, old)
+    kept = [a for a in overrides if a.split("=", 1)[0].removeprefix("--config.") not in first]
+    def flag(v) -> str:   # the command line's spelling of a flattened config value
+        return "(" + ",".join(map(str, v)) + ")" if isinstance(v, list) else str(v)
+    return kept + [f"--config.{path}={flag(value)}" for path, value in first.items()]
+
+
 def model_card(config, workdir: str, out: dict) -> str:
     """README.md of the exported base: how it was made and what it reads, from the run's own records. A run that
     continues from a snapshot (pretrain.first_step > 0) lists the snapshot's phases before its own, so the card
@@ -112,6 +125,8 @@ def model_card(config, workdir: str, out: dict) -> str:
     first_steps = f"{losses[0][0]}-{losses[min(20, len(losses)) - 1][0]}" if losses else "none"
     # run control (when this segment stopped) is not part of the recipe a rerun reproduces
     overrides = [a for a in sys.argv[1:] if a.startswith("--config.") and not a.startswith(RUN_CONTROL)]
+    changes = recipe_changes(workdir)
+    overrides = first_overrides(overrides, changes)   # the command that started this phase
     start = int(cfg.get("first_step", 0))
     parents = parent_phases(config.model.checkpoint) if start else []
     phase = [
@@ -137,8 +152,8 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{cfg.max_grad_norm}",
         f"- Hardware: {'; '.join(sorted({s['hardware'] for s in segments})) or _hardware()}; wall time "
         f"{seconds / 3600:.2f} h over {len(segments)} run segment(s)",
-        *[f"- Resumed at update {r['from_step']} with a changed recipe (the command above is the last one): "
-          + "; ".join(r["changes"]) for r in recipe_changes(workdir)],
+        *[f"- Resumed at update {r['from_step']} with a changed recipe: " + "; ".join(r["changes"])
+          for r in changes],
         f"- Final loss (mean of the last {len(tail)} updates): {sum(tail) / max(len(tail), 1):.4f}",
         f"- Losses of updates {first_steps} (reproduction check): {first}",
     ]

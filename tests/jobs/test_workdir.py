@@ -186,4 +186,13 @@ def test_pretrain_resumed_with_another_recipe_logs_the_change_and_its_checkpoint
     assert record["from_step"] == 240
     assert record["changes"] == ["pretrain.curriculum: '4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1' → "
                                  "'12-40@1'"]
+    assert record["fields"] == {"pretrain.curriculum": ["4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1", "12-40@1"]}
     assert common.read_snapshots(str(wd))["pretrain"]["config"]["pretrain.curriculum"] == "12-40@1"
+    # the card's command is the one the run started with: each changed field at its first value
+    from gui_jax.jobs.pretrain import first_overrides
+    config.pretrain.schedule = "wsd"
+    common.open_workdir(config, str(wd))
+    last = ["--config.pretrain.curriculum=12-40@1", "--config.pretrain.schedule=wsd", "--config.seed=0"]
+    assert first_overrides(last, common.recipe_changes(str(wd))) == [
+        "--config.seed=0", "--config.pretrain.curriculum=4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
+        "--config.pretrain.schedule=constant"]
