@@ -229,5 +229,8 @@ def run(config, workdir: str) -> None:
     out.update(seconds_this_run=round(time.time() - start, 1), exported=sorted(files + ["README.md"]))
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
-    print(f"pretrain: {out['steps']} updates; reading accuracy (held-out labels) "
-          f"{out['reading'].get('reading_acc', float('nan')):.3f}; base and its card in {base}")
+    # a rerun of a finished run evaluates nothing: report the run's last logged evaluation
+    last = _metric_series(workdir, "pretrain/reading_acc")[-1:] or [(None, float("nan"))]
+    at, acc = (out["eval_step"], out["reading"]["reading_acc"]) if "reading_acc" in out["reading"] else last[0]
+    print(f"pretrain: {out['steps']} updates; reading accuracy (held-out labels) {acc:.3f} at update {at}; "
+          f"base and its card in {base}")
