@@ -136,11 +136,11 @@ def log_recipe_change(workdir: str, old: dict, new: dict) -> None:
     """Appends {"saved_at", "from_step", "changes": ['path: old → new'], "fields": {path: [old, new]}} to
     <workdir>/RECIPE_CHANGES_FILE when the flattened configs differ in a field both have (run control aside);
     from_step: the newest checkpoint the run resumes from (None: none yet)."""
-    diffs = config_differences(old, new, both_only=True)
-    if not diffs:
-        return
     fields = {path: [old[path], new[path]] for path in sorted(set(old) & set(new))
               if path.rsplit(".", 1)[-1] not in RUN_CONTROL_FIELDS and old[path] != new[path]}
+    if not fields:
+        return
+    diffs = [f"{path}: {a!r} → {b!r}" for path, (a, b) in fields.items()]   # config_differences' spelling
     ckpt = os.path.join(workdir, "checkpoints")
     steps = [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
     record = {"saved_at": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -230,7 +230,9 @@ def run(config, workdir: str) -> None:
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     # a rerun of a finished run evaluates nothing: report the run's last logged evaluation
-    last = _metric_series(workdir, "pretrain/reading_acc")[-1:] or [(None, float("nan"))]
-    at, acc = (out["eval_step"], out["reading"]["reading_acc"]) if "reading_acc" in out["reading"] else last[0]
+    if "reading_acc" in out["reading"]:
+        at, acc = out["eval_step"], out["reading"]["reading_acc"]
+    else:
+        at, acc = (_metric_series(workdir, "pretrain/reading_acc")[-1:] or [(None, float("nan"))])[0]
     print(f"pretrain: {out['steps']} updates; reading accuracy (held-out labels) {acc:.3f} at update {at}; "
           f"base and its card in {base}")

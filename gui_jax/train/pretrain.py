@@ -40,17 +40,21 @@ class Stage:
     steps: Optional[int]
 
 
-def parse_label_kinds(spec: str) -> Optional[dict]:
-    """'words:0.4,pieces:0.3' → {"words": 0.4, "pieces": 0.3}; '' → None (the default kinds)."""
-    kinds = {}
+def _parse_weights(spec: str, field: str, what: str, known: tuple) -> dict[str, float]:
+    """'a:0.4, b:0.6' → {"a": 0.4, "b": 0.6}; a bad entry is a ValueError naming pretrain.<field>."""
+    weights = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         name, _, w = part.partition(":")
         try:
-            kinds[name.strip()] = float(w)
+            weights[name.strip()] = float(w)
         except ValueError:
-            raise ValueError(f"pretrain.label_kinds entry {part!r}: write 'kind:weight' with kinds "
-                             f"{LABEL_KINDS}") from None
-    return kinds or None
+            raise ValueError(f"pretrain.{field} entry {part!r}: write '{what}:weight' with {what}s {known}") from None
+    return weights
+
+
+def parse_label_kinds(spec: str) -> Optional[dict]:
+    """'words:0.4,pieces:0.3' → {"words": 0.4, "pieces": 0.3}; '' → None (the default kinds)."""
+    return _parse_weights(spec, "label_kinds", "kind", LABEL_KINDS) or None
 
 
 def parse_curriculum(spec: str, label_kinds: Optional[dict] = None) -> list[Stage]:
@@ -85,15 +89,7 @@ def curriculum_of(cfg) -> list[Stage]:
 
 def parse_mix(spec: str) -> ObjectiveMix:
     """'tap:0.5,read:0.3,state:0.2' → ObjectiveMix (objectives: tap, read, state, home, screen_text, toggle)."""
-    weights = {}
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        name, _, w = part.partition(":")
-        try:
-            weights[name.strip()] = float(w)
-        except ValueError:
-            raise ValueError(f"pretrain.mix entry {part!r}: write 'objective:weight' with objectives "
-                             f"{OBJECTIVES}") from None
-    return ObjectiveMix(weights)
+    return ObjectiveMix(_parse_weights(spec, "mix", "objective", OBJECTIVES))
 
 
 class CurriculumStream:
