@@ -50,6 +50,10 @@ def get_config():
         # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too);
         # '' = pretrain_labels.DEFAULT_LABEL_KINDS
         "label_kinds": "",
+        # probability that a tap / read / state / toggle item is drawn on one of PhoneSim's own app pages
+        # (Messages, Music, Clock alarms, Tasks: gui_jax/train/pretrain_apps.py) with generator labels, instead
+        # of a generic layout; 0 = generic layouts only
+        "app_pages": 0.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

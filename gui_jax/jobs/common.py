@@ -134,13 +134,15 @@ def write_snapshot(config, workdir: str) -> dict:
 
 def log_recipe_change(workdir: str, old: dict, new: dict) -> None:
     """Appends {"saved_at", "from_step", "changes": ['path: old → new'], "fields": {path: [old, new]}} to
-    <workdir>/RECIPE_CHANGES_FILE when the flattened configs differ in a field both have (run control aside);
+    <workdir>/RECIPE_CHANGES_FILE when the flattened configs differ (run control aside); a field the old config
+    lacks (added to the code since) is recorded with old value None: the run had the code's behaviour without it.
     from_step: the newest checkpoint the run resumes from (None: none yet)."""
-    fields = {path: [old[path], new[path]] for path in sorted(set(old) & set(new))
-              if path.rsplit(".", 1)[-1] not in RUN_CONTROL_FIELDS and old[path] != new[path]}
+    fields = {path: [old.get(path), new[path]] for path in sorted(new)
+              if path.rsplit(".", 1)[-1] not in RUN_CONTROL_FIELDS and (path not in old or old[path] != new[path])}
     if not fields:
         return
-    diffs = [f"{path}: {a!r} → {b!r}" for path, (a, b) in fields.items()]   # config_differences' spelling
+    diffs = [f"{path}: {'(absent)' if a is None else repr(a)} → {b!r}"   # config_differences' spelling
+             for path, (a, b) in fields.items()]
     ckpt = os.path.join(workdir, "checkpoints")
     steps = [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
     record = {"saved_at": datetime.datetime.now().isoformat(timespec="seconds"),

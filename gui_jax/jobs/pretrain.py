@@ -82,7 +82,8 @@ RUN_CONTROL = ("--config.pretrain.max_minutes", "--config.pretrain.stop_after_st
 
 def first_overrides(overrides: list[str], changes: list[dict]) -> list[str]:
     """The command-line overrides a run started with: the last command's, with every field that a logged
-    recipe change touched set back to its value before the first such change."""
+    recipe change touched set back to its value before the first such change (left out: a field the run's
+    config did not have then)."""
     first: dict = {}
     for record in changes:
         for path, (old, _) in record.get("fields", {}).items():
@@ -90,7 +91,7 @@ def first_overrides(overrides: list[str], changes: list[dict]) -> list[str]:
     kept = [a for a in overrides if a.split("=", 1)[0].removeprefix("--config.") not in first]
     def flag(v) -> str:   # the command line's spelling of a flattened config value
         return "(" + ",".join(map(str, v)) + ")" if isinstance(v, list) else str(v)
-    return kept + [f"--config.{path}={flag(value)}" for path, value in first.items()]
+    return kept + [f"--config.{path}={flag(value)}" for path, value in first.items() if value is not None]
 
 
 def model_card(config, workdir: str, out: dict) -> str:
@@ -134,9 +135,11 @@ def model_card(config, workdir: str, out: dict) -> str:
         + (f"from the update-{start:,} snapshot `{config.model.checkpoint}`)" if start else "from random weights)"),
         f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
         f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
-        "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, layouts: pretrain_screens.py)",
+        "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, layouts: pretrain_screens.py, "
+        "pretrain_apps.py)",
         f"- Objectives and mix: {cfg.mix}; goals per screen {cfg.get('goals_per_screen', 1)}; "
         f"label kinds: {cfg.get('label_kinds', '') or 'the defaults'}; "
+        f"PhoneSim app pages {cfg.get('app_pages', 0.0)}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",

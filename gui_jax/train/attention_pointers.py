@@ -43,6 +43,7 @@ DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3,match=1.
 # three layers: the tap hops as above, and reading: each value token gathers its row's label and its predecessor
 # (layer 1), so the layer-2 match can find the value of the goal's row token by token
 READ_LAYOUT = DEFAULT_LAYOUT + ",row=1.1,prev_token=1.2,read_match=2.0"
+_STATUS_TAG = re.compile(r"\s+\([^()]*\)$")
 READ_WINDOW = 3          # a value sits at most this many lines after its row's label (a row's sub line between)
 # (hop, hop): the first builds what the second's keys or queries read, so it must sit in an earlier layer
 _ORDER = (("goal", "match"), ("label_bag", "match"), ("label_bag", "row"), ("goal", "read_match"),
@@ -115,7 +116,8 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read:
     for m in _LINE.finditer(text, ui_at, goal_at):
         first_digit = _tokens_in(starts, m.start(1), m.start(1) + 1)[0]
         last_digit = _tokens_in(starts, m.end(1) - 1, m.end(1))[1]
-        label = m.group(2).rstrip()
+        # a trailing status tag ("Jonas Rossi (new)") is not part of the name a goal uses
+        label = _STATUS_TAG.sub("", m.group(2).rstrip())
         if not label:
             continue
         lo, hi = _tokens_in(starts, m.start(2), m.start(2) + len(label))

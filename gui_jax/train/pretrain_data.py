@@ -29,6 +29,7 @@ from gui_jax.rl.batch import TrainSample
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_text, ui_text, word_spaced
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
+from gui_jax.train.pretrain_apps import APP_SERVES, MAX_PAGE_LINES, build_app_screen
 from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
 
 OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle")
@@ -113,9 +114,12 @@ class PretrainSource:
     """
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
-                 pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1):
+                 pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
+                 app_pages: float = 0.0):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
-        (`turns`), each answered by the expert (fewer when the screen has fewer unique targets)."""
+        (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
+        app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
+        is drawn on one of PhoneSim's own app pages instead of a generic layout (0: never, streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -145,6 +149,12 @@ class PretrainSource:
             raise ValueError(f"goals_per_screen must be an int in [1, 16], got {goals_per_screen!r}")
         self.cfg, self.pool_name, self.seed, self.ui_loss_weight = prompt_cfg, pool, int(seed), float(ui_loss_weight)
         self.goals_per_screen = int(goals_per_screen)
+        if not isinstance(app_pages, (int, float)) or isinstance(app_pages, bool) or not 0.0 <= app_pages <= 1.0:
+            raise ValueError(f"app_pages must be a probability in [0, 1], got {app_pages!r}")
+        if app_pages > 0 and prompt_cfg.max_ui_lines < MAX_PAGE_LINES:
+            raise ValueError(f"app_pages > 0 needs prompt_cfg.max_ui_lines ≥ {MAX_PAGE_LINES} (the longest app page), "
+                             f"got {prompt_cfg.max_ui_lines}")
+        self.app_pages = float(app_pages)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -171,11 +181,18 @@ class PretrainSource:
         obj = self.mix.names[int(rng.choice(len(self.mix.names), p=self.mix.probs))]
         d = self.difficulty
         n = int(rng.integers(d.min_lines, d.max_lines + 1))
-        options = self.choices[obj][n]
-        layout, need = options[int(rng.integers(len(options)))]
-        scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
-                           shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
-                           with_others=self.goals_per_screen > 1)
+        pages = [(page, need) for need in _needs(obj) for page in APP_SERVES.get(need, ())]
+        if self.app_pages > 0 and pages and rng.random() < self.app_pages:   # no draw at 0: streams unchanged
+            layout, need = pages[int(rng.integers(len(pages)))]
+            scr = build_app_screen(rng, self.pool, self.cfg, page=layout, need=need, n_lines=n,
+                                   shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
+                                   with_others=self.goals_per_screen > 1)
+        else:
+            options = self.choices[obj][n]
+            layout, need = options[int(rng.integers(len(options)))]
+            scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
+                               shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
+                               with_others=self.goals_per_screen > 1)
         goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
         messages, _ = build_messages(goal, [], obs, self.cfg)
@@ -206,14 +223,15 @@ def _pick(rng, options: Sequence[str]) -> str:
 
 def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str, Action, Optional[str]]:
     """(goal text, expert action, answer or None) for slot `s` of a screen (tap_element: its tap element)."""
+    extra = tuple(s.goals.get(need, ()))   # an app page's own phrasings (none on the generic layouts)
     if need in ("tap", "home"):
-        goal = _pick(rng, TAP_GOALS if need == "tap" else HOME_GOALS).format(L=s.label)
+        goal = _pick(rng, (TAP_GOALS if need == "tap" else HOME_GOALS) + extra).format(L=s.label)
         return goal, Action("click", element=tap_element), None
     if need == "toggle":   # the goal asks for the state the slot is not in
-        return _pick(rng, TOGGLE_GOALS[(s.state_kind, bool(s.state))]).format(L=s.label), \
+        return _pick(rng, TOGGLE_GOALS[(s.state_kind, bool(s.state))] + extra).format(L=s.label), \
             Action("click", element=tap_element), None
     if need == "read":
-        options = READ_GOALS[s.value_kind] + READ_WHERE[s.where]
+        options = READ_GOALS[s.value_kind] + READ_WHERE[s.where] + extra
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value
     polarity = True if s.state_kind == "tab" else bool(rng.random() < 0.5)
     answer = YES if s.state == polarity else NO

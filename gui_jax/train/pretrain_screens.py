@@ -71,6 +71,8 @@ class Slot:
     state: Optional[bool] = None  # on / checked / selected
     state_kind: str = ""          # switch | checkbox | tab
     toggle: Optional[Node] = None  # the switch / checkbox a "Turn off <label>" goal clicks
+    # need → the app's own goal phrasings ("Play the song '{L}'.") added to the generic ones (app pages only)
+    goals: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -88,7 +90,7 @@ class SynthScreen:
     others: tuple = ()
 
 
-class _StubDevice:
+class StubDevice:
     """What PhoneSim's UI builder asks of a device; nothing is ever clicked here."""
     focus = None
 
@@ -112,18 +114,29 @@ def _lines(nodes, cfg: PromptConfig) -> int:
     return sum(_shown(x, cfg) for n in nodes for x in n.walk())
 
 
+def lines_of(screen: Screen, cfg: PromptConfig) -> int:
+    """UI-text lines a whole screen shows under `cfg`."""
+    return _lines([screen.root], cfg)
+
+
+def text_kinds(kinds: dict) -> dict:
+    """The word-like label kinds of `kinds` (titles of songs, tasks, alarms), else NAME_KINDS."""
+    out = {k: w for k, w in kinds.items() if k in ("words", "name", "phrase", "pieces")}
+    return out or dict(NAME_KINDS)
+
+
 def _child(node: Node, kind: str) -> Optional[Node]:
     return next((x for x in node.walk() if x.kind == kind), None)
 
 
-class _Builder:
+class ScreenBuilder:
     """Adds PhoneSim widgets to a tall page within a UI-line budget, drawing labels and recording slots."""
 
     def __init__(self, rng, pool: LabelPool, cfg: PromptConfig, n_lines: int, target: str, share: float,
                  kinds: dict):
         self.rng, self.pool, self.cfg, self.n, self.target, self.share = rng, pool, cfg, n_lines, target, share
         self.kinds = kinds
-        self.ui = UI(_StubDevice(), PageRef(APP, "main"), APP)
+        self.ui = UI(StubDevice(), PageRef(APP, "main"), APP)
         self.body: list[Node] = []
         self.slots: list[Slot] = []
         self.lines, self.y = 0, BODY_TOP
@@ -306,13 +319,13 @@ class _Builder:
 
 
 # ---- layouts: each fills the builder to exactly its line budget ---------------------------------------
-def _fill(b: _Builder, add: Callable[[], bool]) -> None:
+def _fill(b: ScreenBuilder, add: Callable[[], bool]) -> None:
     while b.remaining > 0:
         if not add():
             b.filler()
 
 
-def _list(b: _Builder) -> None:
+def _list(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6 and b.chance(0.5), n_actions=min(int(b.rng.integers(3)), max(b.remaining - 4, 0)))
     if b.remaining > 3 and b.chance(0.3):
         b.fab()
@@ -321,45 +334,45 @@ def _list(b: _Builder) -> None:
     _fill(b, lambda: b.row(sub_kind if b.chance(0.85) else "", right_kind if b.chance(0.85) else ""))
 
 
-def _settings(b: _Builder) -> None:
+def _settings(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6 and b.chance(0.5))
     kind = b.value_kind(("percent", "number", "words", "time", "name"))
     _fill(b, lambda: b.switch() if b.chance(0.55) else b.row(kind if b.chance(0.7) else ""))
 
 
-def _checklist(b: _Builder) -> None:
+def _checklist(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6 and b.chance(0.3), n_actions=int(b.n >= 8 and b.chance(0.3)))
     kind = b.value_kind(("date", "time", "name", "phrase")) if b.chance(0.8) else ""
     _fill(b, lambda: b.check_row(kind if b.chance(0.9) else ""))
 
 
-def _form(b: _Builder) -> None:
+def _form(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6)
     n_buttons = 1 + int(b.chance(0.4))
     keys = iter(range(100))
     _fill(b, lambda: b.button() if b.remaining <= n_buttons else b.field(f"f{next(keys)}", b.chance(0.5)))
 
 
-def _details(b: _Builder) -> None:
+def _details(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6)
     n_buttons = int(b.rng.integers(3))
     _fill(b, lambda: b.button() if b.remaining <= n_buttons else b.detail())
 
 
-def _tabs(b: _Builder) -> None:
+def _tabs(b: ScreenBuilder) -> None:
     b.appbar(back=False)
     b.chips(int(min(2 + b.rng.integers(3), b.remaining)))
     sub_kind = b.value_kind() if b.chance(0.4) else ""
     _fill(b, lambda: b.row(sub_kind))
 
 
-def _grid(b: _Builder) -> None:
+def _grid(b: ScreenBuilder) -> None:
     b.appbar(back=b.n >= 6 and b.chance(0.5))
     cols = 3 + int(b.chance(0.5))
     _fill(b, lambda: b.icons(min(b.remaining, cols), cols))
 
 
-def _home(b: _Builder) -> None:
+def _home(b: ScreenBuilder) -> None:
     """PhoneSim's launcher: clock, date, then the app grid (here an arbitrary set of app names)."""
     h, m = int(b.rng.integers(24)), int(b.rng.integers(60))
     b._commit(lambda: (b.ui.spacer(200), b.ui.text(f"{h:02d}:{m:02d}", size="big", rid="clock")), lambda n: [])
@@ -367,7 +380,7 @@ def _home(b: _Builder) -> None:
     _fill(b, lambda: b.icons(b.remaining, 4))
 
 
-def _dialog(b: _Builder) -> Screen:
+def _dialog(b: ScreenBuilder) -> Screen:
     """A dialog alone on screen (PhoneSim hides the page behind it): title, message, fields, buttons."""
     n = b.n
     m = int(b.rng.integers(max(2, n - 5), min(4, n - 1) + 1))
@@ -424,20 +437,22 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
             names = list(kinds)
             p = np.asarray([kinds[k] for k in names], float)
             target = pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
-        b = _Builder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
+        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
         scr = _dialog(b) if layout == "dialog" else (_LAYOUT_FNS[layout](b) or b.screen())
-        done = _finish(b, scr, layout, need, cfg, with_others)
+        done = finish_screen(b, scr, layout, need, cfg, with_others)
         if done is not None:
             return done
     raise RuntimeError(f"no {layout} screen with a unique {need} target in {max_tries} tries")
 
 
-def _finish(b: _Builder, scr: Screen, layout: str, need: str, cfg: PromptConfig,
-            with_others: bool = False) -> Optional[SynthScreen]:
+def finish_screen(b: ScreenBuilder, scr: Screen, layout: str, need: str, cfg: PromptConfig,
+                  with_others: bool = False, target_slot: Optional[Slot] = None) -> Optional[SynthScreen]:
+    """The SynthScreen of a built screen: a random eligible slot (or `target_slot`, whose label is already
+    the target) gets the target label; None when the target's label is not unique on screen."""
     cands = [s for s in b.slots if _eligible(s, need)]
-    if not cands:
+    if not cands or (target_slot is not None and not any(s is target_slot for s in cands)):
         return None
-    slot = cands[int(b.rng.integers(len(cands)))]
+    slot = target_slot if target_slot is not None else cands[int(b.rng.integers(len(cands)))]
     for node, attr, fmt in slot.label_nodes:  # the target label replaces the slot's own label
         setattr(node, attr, fmt.format(b.target))
     slot.label = b.target

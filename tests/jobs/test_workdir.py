@@ -196,3 +196,11 @@ def test_pretrain_resumed_with_another_recipe_logs_the_change_and_its_checkpoint
     assert first_overrides(last, common.recipe_changes(str(wd))) == [
         "--config.seed=0", "--config.pretrain.curriculum=4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "--config.pretrain.schedule=constant"]
+    # a field the run's first config lacked (added to the code since): logged from None, left out of the command
+    config.pretrain.app_pages_added_later = 0.3
+    common.open_workdir(config, str(wd))
+    record = common.recipe_changes(str(wd))[-1]
+    assert record["changes"] == ["pretrain.app_pages_added_later: (absent) → 0.3"]
+    assert record["fields"] == {"pretrain.app_pages_added_later": [None, 0.3]}
+    assert first_overrides(last + ["--config.pretrain.app_pages_added_later=0.3"],
+                           common.recipe_changes(str(wd)))[-1] == "--config.pretrain.schedule=constant"

@@ -283,3 +283,10 @@ def test_a_micro_batch_without_pointers_reports_every_pointer_metric_as_empty():
     assert {k for k in without if k.startswith("pointer_ce_")} == {
         "pointer_ce_index_first", "pointer_ce_match", "pointer_ce_readout_index_first"}
     assert all(float(without[k][1]) == 0.0 for k in without if k.startswith("pointer_ce_"))
+
+
+def test_a_status_tag_after_a_label_is_not_part_of_the_name_the_goal_uses():
+    tagged = PIECES[:22] + [" (", "new", ")"] + PIECES[22:]   # "[12] ; Red Sun (new)"
+    rows = item_pointers(tagged, PROMPT_LEN + 3, "item 0").tolist()
+    assert [3, 35, 29, 30] in rows and [4, 35, 21, 21] in rows   # goal and match hops as without the tag
+    assert not any(r[1] in (22, 23, 24) for r in rows)          # the tag's tokens are no label tokens

@@ -1,0 +1,199 @@
+"""PhoneSim's own app pages as pretraining screens: the Messages, Music, Clock and Tasks main pages (the
+quickstart's look-up templates), drawn by the apps' real page code, with every label from the generator.
+
+The generic layouts (pretrain_screens.py) stack PhoneSim widgets in arbitrary mixes; these pages are the exact
+screens the agent meets, chrome included (app bars, tabs, "New message", "Add alarm", "Clear done", the
+screen's bottom edge cutting a long list). Only the content is swapped for labels PhoneSim never uses:
+  messages  conversation rows (peer [+ " (new)"], last message)     tap the peer; read the last message
+  songs     song rows (title, "artist - m:ss")                       tap the title
+  alarms    alarm switches ("07:23  label", minutes never a multiple of 15 as PhoneSim's are)
+                                                                     toggle / state of the alarm at a time
+  tasks     task rows (checkbox "Done: title", title, "Due …, … priority"; due months never April, PhoneSim's)
+                                                                     toggle / state of the task
+Goals mix the generic phrasings with the app's own ("Open my conversation with {L}.", "Play the song '{L}'.",
+"Turn off the {L} alarm.", "Mark the task '{L}' as done."), always with generator labels.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from gui_jax.envs.sim.apps.clock import Alarm, Clock
+from gui_jax.envs.sim.apps.messages import Messages, Thread
+from gui_jax.envs.sim.apps.music import Music, Song
+from gui_jax.envs.sim.apps.todo import PRIORITIES, Tasks, Todo
+from gui_jax.envs.sim.ui import UI
+from gui_jax.envs.sim.widgets import PageRef
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.train.pretrain_labels import DEFAULT_LABEL_KINDS, LabelPool
+from gui_jax.train.pretrain_screens import (ScreenBuilder, Slot, StubDevice, SynthScreen, finish_screen, lines_of,
+                                            text_kinds)
+
+APP_PAGES = ("messages", "songs", "alarms", "tasks")
+# objective need → app pages with slots of that kind
+APP_SERVES = {"tap": ("messages", "songs"), "read": ("messages",), "state": ("alarms", "tasks"),
+              "toggle": ("alarms", "tasks")}
+# (fixed UI lines of the page's chrome, lines per item, (min, max) items as PhoneSim populates the app)
+_SHAPE = {"messages": (2, 2, (4, 7)), "songs": (3, 2, (10, 16)), "alarms": (5, 2, (3, 6)), "tasks": (3, 3, (6, 10))}
+MAX_PAGE_LINES = 34   # the most UI lines a page shows (Tasks: 10 rows of 3 lines + chrome; the screen cuts more)
+PEER_KINDS = {"name": 0.7, "words": 0.3}
+_PHONESIM_MINUTES = (0, 15, 30, 45)   # Clock.populate's alarm minutes: pretraining alarms never use them
+_PHONESIM_DUE_MONTH = 4               # Tasks.populate's due month (YYYY-04-DD)
+
+
+def _esc(text: str) -> str:
+    """A literal for str.format (labels go into the slots' format strings)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _alarm_time(rng: np.random.Generator, hour: Optional[int] = None) -> str:
+    minute = int(rng.integers(60))
+    while minute in _PHONESIM_MINUTES:
+        minute = int(rng.integers(60))
+    return f"{int(rng.integers(24)) if hour is None else hour:02d}:{minute:02d}"
+
+
+def _rows(screen) -> dict[str, object]:
+    """Row nodes on screen by their title text (a clipped row keeps its title only when it is visible)."""
+    out = {}
+    for node in screen.root.walk():
+        title = next((x for x in node.walk() if x.kind == "row_title"), None) if node.kind == "row" else None
+        if title is not None:
+            out[title.text] = node
+    return out
+
+
+def _child(node, kind: str):
+    return next((x for x in node.walk() if x.kind == kind), None)
+
+
+def _messages(b: ScreenBuilder, k: int):
+    app = Messages(StubDevice())
+    peers = [b.target] + [b.label(PEER_KINDS) for _ in range(k - 1)]
+    for peer in peers:
+        app.threads.append(Thread(app.new_id(), peer, [("them", b.value("phrase"))], b.chance(0.4)))
+    order = b.rng.permutation(k)
+    app.threads = [app.threads[int(j)] for j in order]
+
+    def slots(screen):
+        rows, out = _rows(screen), []
+        for t in app.threads:
+            shown = t.peer + (" (new)" if t.unread else "")
+            row = rows.get(shown)
+            if row is None:
+                continue
+            title, sub = _child(row, "row_title"), _child(row, "row_sub")
+            s = Slot(t.peer, [(title, "text", "{}" + _esc(shown[len(t.peer):]))], tap=title,
+                     goals={"tap": ("Open my conversation with {L}.",),
+                            "read": ("What is the last message from {L}?",)})
+            if sub is not None:
+                s.value, s.value_kind, s.value_node, s.where = t.messages[-1][1], "phrase", sub, "below"
+            out.append(s)
+        return out
+    return app, slots
+
+
+def _songs(b: ScreenBuilder, k: int):
+    app = Music(StubDevice())
+    titles = [b.target] + [b.label(text_kinds(b.kinds)) for _ in range(k - 1)]
+    artists = [b.value("name") for _ in range(3)]
+    for title in sorted(titles, key=str.lower):   # PhoneSim lists songs by title
+        app.songs.append(Song(app.new_id(), title, artists[int(b.rng.integers(3))], int(b.rng.integers(90, 400))))
+
+    def slots(screen):
+        rows = _rows(screen)
+        return [Slot(s.title, [(_child(rows[s.title], "row_title"), "text", "{}")],
+                     tap=_child(rows[s.title], "row_title"), goals={"tap": ("Play the song '{L}'.",)})
+                for s in app.songs if s.title in rows]
+    return app, slots
+
+
+def _alarms(b: ScreenBuilder, k: int):
+    app = Clock(StubDevice())
+    hour = int(b.target.split(":")[0])
+    times, used = [b.target], {b.target}
+    while len(times) < k:   # distractors share the target's hour with the builder's shared-word probability
+        t = _alarm_time(b.rng, hour if b.chance(b.share) else None)
+        if t not in used:
+            used.add(t)
+            times.append(t)
+    for t in times:
+        h, m = (int(x) for x in t.split(":"))
+        app.alarms.append(Alarm(app.new_id(), h, m, b.label(text_kinds(b.kinds)), b.chance(0.6)))
+    app.alarms.sort(key=lambda a: (a.hour, a.minute))
+
+    def slots(screen):
+        out = []
+        for node in screen.root.walk():
+            switch = _child(node, "switch") if node.kind == "row" else None
+            a = next((a for a in app.alarms if switch is not None and switch.desc == f"{a.time}  {a.label}"), None)
+            if a is None:
+                continue
+            fmt = "{}  " + _esc(a.label)
+            phrase = f"Turn {'off' if a.enabled else 'on'} the {{L}} alarm."
+            out.append(Slot(a.time, [(_child(node, "row_title"), "text", fmt), (switch, "desc", fmt)],
+                            state=a.enabled, state_kind="switch", toggle=switch, goals={"toggle": (phrase,)}))
+        return out
+    return app, slots
+
+
+def _tasks(b: ScreenBuilder, k: int):
+    app = Tasks(StubDevice())
+    titles = [b.target] + [b.label(text_kinds(b.kinds)) for _ in range(k - 1)]
+    months = [m for m in range(1, 13) if m != _PHONESIM_DUE_MONTH]
+    for j in b.rng.permutation(k):
+        due = f"2026-{months[int(b.rng.integers(len(months)))]:02d}-{int(b.rng.integers(1, 29)):02d}"
+        app.items.append(Todo(app.new_id(), titles[int(j)], due, PRIORITIES[int(b.rng.integers(len(PRIORITIES)))],
+                              b.chance(0.35)))
+
+    def slots(screen):
+        rows = _rows(screen)
+        out = []
+        for t in app.items:
+            row = rows.get(t.title)
+            box = _child(row, "checkbox") if row is not None else None
+            if box is None:
+                continue
+            phrase = "Mark the task '{L}' as " + ("not done." if t.done else "done.")
+            out.append(Slot(t.title, [(_child(row, "row_title"), "text", "{}"), (box, "desc", "Done: {}")],
+                            state=t.done, state_kind="checkbox", toggle=box, goals={"toggle": (phrase,)}))
+        return out
+    return app, slots
+
+
+_PAGES: dict[str, Callable] = {"messages": _messages, "songs": _songs, "alarms": _alarms, "tasks": _tasks}
+
+
+def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *, page: str, need: str,
+                     n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
+                     max_tries: int = 50, with_others: bool = False) -> SynthScreen:
+    """PhoneSim's `page` (messages | songs | alarms | tasks) with a target slot serving `need`, its items as many
+    as fit `n_lines` UI lines (at least 2, at most as many as PhoneSim populates); the screen's bottom edge cuts
+    a longer list as PhoneSim's does (at most MAX_PAGE_LINES lines), so it shows about n_lines lines or fewer."""
+    if page not in APP_PAGES or need not in APP_SERVES or page not in APP_SERVES[need]:
+        raise ValueError(f"app page {page!r} cannot serve objective need {need!r}")
+    kinds = dict(label_kinds or DEFAULT_LABEL_KINDS)
+    chrome, per_item, (lo, hi) = _SHAPE[page]
+    k = int(min(max((n_lines - chrome) // per_item, 2), hi))   # 2: short curriculum stages
+    for _ in range(max_tries):
+        if page == "alarms":
+            target = _alarm_time(rng)
+        elif rng.random() < shared_word_prob:
+            target, _kind = pool.multiword_label(rng)
+        else:
+            tk = PEER_KINDS if page == "messages" else text_kinds(kinds)
+            names = list(tk)
+            p = np.asarray([tk[n] for n in names], float)
+            target = pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
+        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
+        app, slots = _PAGES[page](b, k)
+        b.ui = UI(StubDevice(), PageRef(app.key, "main"), app.key)
+        app.page_main(b.ui, b.ui.ref)
+        screen = b.ui.finish(app.key, keyboard=False, toast="")
+        b.slots, b.n = slots(screen), lines_of(screen, cfg)
+        target_slot = next((s for s in b.slots if s.label == target), None)
+        done = finish_screen(b, screen, page, need, cfg, with_others, target_slot) if target_slot else None
+        if done is not None:
+            return done
+    raise RuntimeError(f"no {page} page with a unique {need} target in {max_tries} tries")

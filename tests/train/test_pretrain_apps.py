@@ -1,0 +1,126 @@
+"""PhoneSim's own app pages in the pretraining stream: the apps' chrome, unique targets, goals that agree with
+the screen, the share `app_pages` sets, and no PhoneSim content (names, songs, tasks, alarm times, due dates)."""
+import re
+
+import pytest
+
+from gui_jax.core.dialects import parse_response
+from gui_jax.train.pretrain_apps import APP_PAGES, MAX_PAGE_LINES
+from gui_jax.train.pretrain_data import Difficulty, PretrainSource, quickstart_prompt_config
+from gui_jax.train.pretrain_labels import contains_label, label_pool, phonesim_words
+
+CFG = quickstart_prompt_config(max_ui_lines=40)
+CHROME = {"messages": ["Messages", "click; New message"], "songs": ["Music", "click,sel; Songs", "click; Playlists"],
+          "alarms": ["Clock", "click,sel; Alarms", "click; Timer", "click; Stopwatch", "click; Add alarm"],
+          "tasks": ["Tasks", "click; Clear done", "click; Add task"]}
+# words of the apps' own chrome and of the UI-text flags, which are PhoneSim's by design
+CHROME_WORDS = {"messages", "new", "message", "music", "songs", "playlists", "clock", "alarms", "timer", "stopwatch",
+                "add", "alarm", "tasks", "clear", "done", "task", "due", "priority", "low", "medium", "high", "on",
+                "off", "click", "check", "sel", "long"}
+
+
+def _lines(item) -> dict[int, str]:
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\[(\d+)\] (.*)$", item["ui_text"], re.M)}
+
+
+def _items(mix, n, p=1.0, lines=(4, 40), share=0.5, goals=1):
+    src = PretrainSource(CFG, mix, Difficulty(*lines, shared_word_prob=share), seed=0, goals_per_screen=goals,
+                         app_pages=p)
+    return [src[i] for i in range(n)]
+
+
+def test_tap_items_click_the_only_line_that_shows_the_label_under_the_apps_chrome():
+    items = _items({"tap": 1}, 120, goals=3)
+    assert {it["layout"] for it in items} == {"messages", "songs"}
+    assert sum("Play the song" in it["goal"] or "Open my conversation" in it["goal"] for it in items) >= 5
+    for it in items:
+        lines = _lines(it)
+        for chrome in CHROME[it["layout"]]:
+            assert any(ln == chrome or ln.endswith("; " + chrome) for ln in lines.values()), (chrome, lines)
+        for goal, k, label in [(it["goal"], it["target_element"], it["label"])] + [
+                (t["goal"], t["target_element"], t["label"]) for t in it["turns"]]:
+            assert [j for j, ln in lines.items() if contains_label(ln, label)] == [k], (label, lines)
+            assert label in goal.replace("' ", "'")
+        _, action = parse_response(it["target"], CFG.dialect)
+        assert action.type == "click" and action.element == it["target_element"]
+        assert len(lines) == it["n_lines"] <= MAX_PAGE_LINES
+
+
+def test_toggle_and_state_items_follow_the_switch_or_checkbox_of_the_named_alarm_or_task():
+    items = _items({"toggle": 1, "state": 1}, 160)
+    assert {it["layout"] for it in items} == {"alarms", "tasks"}
+    assert {it["objective"] for it in items} == {"toggle", "state"}
+    for it in items:
+        lines = _lines(it)
+        box = [ln for ln in lines.values() if contains_label(ln, it["label"]) and "check" in ln.split(";")[0]]
+        assert len(box) == 1, (it["label"], lines)
+        on = "on" in box[0].split(";")[0].split(",")
+        if it["layout"] == "alarms":
+            assert re.fullmatch(r"\d\d:\d\d", it["label"])
+        if it["objective"] == "toggle":
+            assert lines[it["target_element"]] == box[0]
+            assert on == bool(re.search(r"\b(off|Disable|Uncheck|Untick|not done)\b", it["goal"])), it["goal"]
+        else:
+            asked = not re.search(r"\b(off|disabled|unchecked|not done)\b", it["goal"])
+            assert it["answer"] == ("yes" if on == asked else "no"), (it["goal"], box)
+    goals = " ".join(it["goal"] for it in items)
+    assert re.search(r"Turn (on|off) the \d\d:\d\d alarm\.", goals) and "Mark the task '" in goals
+
+
+def test_read_items_answer_the_last_message_below_the_peer():
+    items = _items({"read": 1}, 60)
+    assert {it["layout"] for it in items} == {"messages"}
+    for it in items:
+        lines = _lines(it)
+        assert lines[it["value_element"]].split(";", 1)[1].strip() == it["answer"]
+        assert it["value_element"] == min(j for j in lines if j > it["label_element"])
+
+
+def test_app_pages_hold_no_phonesim_content():
+    sim, train = phonesim_words(), label_pool("train").words()
+    items = _items({"tap": 1, "read": 1, "toggle": 1, "state": 1}, 200, goals=2)
+    assert {it["layout"] for it in items} == set(APP_PAGES)
+    for it in items:
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", it["ui_text"])} - CHROME_WORDS
+        assert not words & sim, sorted(words & sim)
+        assert words <= train, sorted(words - train)[:5]
+        # PhoneSim's alarms are at :00, :15, :30, :45 and its tasks are due in April
+        assert not re.search(r"\b\d\d:(00|15|30|45)\b", it["ui_text"]) and "-04-" not in it["ui_text"]
+
+
+def test_app_pages_is_the_share_of_items_an_app_page_can_serve():
+    items = _items({"tap": 1, "home": 1}, 400, p=0.5)
+    taps = [it for it in items if it["objective"] == "tap"]
+    share = sum(it["layout"] in APP_PAGES for it in taps) / len(taps)
+    assert 0.4 < share < 0.6
+    assert all(it["layout"] == "home" for it in items if it["objective"] == "home")
+    plain = _items({"tap": 1, "home": 1}, 30, p=0.0)
+    assert not {it["layout"] for it in plain} & set(APP_PAGES)
+
+
+@pytest.mark.parametrize("p", [1.5, -0.1, True, "0.2"])
+def test_bad_app_pages_is_refused(p):
+    with pytest.raises(ValueError, match="app_pages"):
+        PretrainSource(CFG, {"tap": 1}, app_pages=p)
+
+
+def test_app_pages_need_room_for_the_longest_page():
+    with pytest.raises(ValueError, match=f"max_ui_lines ≥ {MAX_PAGE_LINES}"):
+        PretrainSource(quickstart_prompt_config(max_ui_lines=24), {"tap": 1}, app_pages=0.2)
+
+
+def test_app_items_get_attention_pointers_through_the_tokenizer():
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.attention_pointers import HOPS, PiecePointers
+    from gui_jax.train.pretrain_data import encode_item
+    tok = tiny_tokenizer()
+    encoder, pointers = ChatEncoder(tok, ImageProcessor()), PiecePointers(tok)
+    items = _items({"tap": 1, "read": 1}, 60, goals=2)
+    assert any("(new)" in it["ui_text"] for it in items)
+    for it in items:
+        sample = encode_item(encoder, it).sample
+        rows = pointers(sample, f"item {it['index']}", read=it["objective"] == "read")
+        hops = {HOPS[h] for h in rows[:, 0]}
+        assert ({"goal", "match"} if it["objective"] == "tap" else {"row", "read_match"}) <= hops
