@@ -103,6 +103,19 @@ def phonesim_items(episodes, pcfg) -> list[dict]:
     return items
 
 
+def unparsable(texts: Sequence[str], dialect: str) -> list[bool]:
+    """Per response: whether the dialect's parser rejects it (a format break, not a wrong answer)."""
+    from gui_jax.core.dialects import ActionParseError, parse_response
+    out = []
+    for text in texts:
+        try:
+            parse_response(text, dialect)
+            out.append(False)
+        except ActionParseError:
+            out.append(True)
+    return out
+
+
 def clicks_element(text: str, element: int, dialect: str) -> bool:
     """Whether a response parses (the dialect's parser) to a click on `element`; unparsable = a miss."""
     from gui_jax.core.dialects import ActionParseError, parse_response
@@ -155,7 +168,8 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
         cut = too_long(policy, [it["target"] for it in its], max_new_tokens, obj)   # warned before the wait
         texts = generate_texts(policy, [(it["messages"], []) for it in its], max_new_tokens=max_new_tokens,
                                seed=seed, label=obj)
-        out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading",
+        bad = unparsable(texts, its[0]["dialect"]) if its else []
+        out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading", malformed=sum(bad),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], examples=texts[:3],
@@ -169,12 +183,13 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
                            label=PHONESIM)
     hits = [clicks_element(text, it["element"], it["dialect"]) for it, text in zip(items, texts)]
+    bad = [unparsable([text], it["dialect"])[0] for it, text in zip(items, texts)]
     per_template = {}
-    for it, h in zip(items, hits):
-        row = per_template.setdefault(it["template"], {"n": 0, "successes": 0})
-        row["n"], row["successes"] = row["n"] + 1, row["successes"] + int(h)
+    for it, h, b in zip(items, hits, bad):
+        row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
+        row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
-    return summary(hits, part="phonesim", templates=list(templates), episodes=episodes,
+    return summary(hits, part="phonesim", malformed=sum(bad), templates=list(templates), episodes=episodes,
                    episodes_with_clicks=len({it["episode_id"] for it in items}),
                    screen_lines=[min(lines), max(lines)], targets_not_shown=sum(not it["shown"] for it in items),
                    per_template=per_template, examples=texts[:3], targets_over_max_new_tokens=cut)
@@ -226,7 +241,8 @@ def model_line(source: dict) -> str:
 # ------------------------------------------------------------------------------------------ report
 
 def format_table(results: dict) -> str:
-    """The markdown report: model line, then objective | accuracy | successes/n | 95 % Wilson | screens."""
+    """The markdown report: model line, then objective | accuracy | successes/n | malformed (responses the
+    dialect cannot parse) | 95 % Wilson | screens, PhoneSim's templates each on a row of their own."""
     rows = []
     for name, r in results["objectives"].items():
         lo, hi = r["wilson95"]
@@ -239,12 +255,16 @@ def format_table(results: dict) -> str:
             screens = (f"PhoneSim held-out, {len(r['templates'])} templates, clicks of "
                        f"{r['episodes_with_clicks']} of {r['episodes']} episodes, {lines} lines shown; "
                        f"{r['targets_not_shown']} targets cut from the prompt")
-        rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | [{lo:.3f}, {hi:.3f}] | {screens} |")
+        rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | {r['malformed']} | "
+                    f"[{lo:.3f}, {hi:.3f}] | {screens} |")
+        for template, t in sorted(r.get("per_template", {}).items()):
+            rows.append(f"| {name}: {template} | {t['successes'] / t['n']:.3f} | {t['successes']}/{t['n']} | "
+                        f"{t['malformed']} | | |")
     return "\n".join([
         f"model: {model_line(results['model'])}; greedy, max_new_tokens {results['max_new_tokens']}",
         "",
-        "| objective | accuracy | successes/n | 95 % Wilson | screens |",
-        "|---|---|---|---|---|",
+        "| objective | accuracy | successes/n | malformed | 95 % Wilson | screens |",
+        "|---|---|---|---|---|---|",
         *rows,
     ])
 

@@ -74,7 +74,7 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     unparsable text for the rest; the counts and Wilson bounds must follow exactly."""
     config = tiny_config(untrained=True)
     pcfg = PromptConfig(**config.prompt.to_dict())
-    table, want = {}, {}
+    table, want, bad = {}, {}, {base_eval.PHONESIM: 0}
     # reading: the documented items, built here from pretrain_data (held-out pool, 24-40 lines, p = 1)
     reading_cfg = quickstart_prompt_config(max_ui_lines=40, dialect=pcfg.dialect)
     for obj in ("tap", "read"):
@@ -92,6 +92,7 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
                 text = "I would tap it"
             table[_key(it["messages"])] = text
         want[obj] = (len(range(0, N, 3)), N)
+        bad[obj] = len(range(2, N, 3))            # "I would tap it" parses to no action
     # PhoneSim: the held-out episodes through the job helpers (the job reads the same cache)
     _, _, _, eps = common.prepare(config, str(tmp_path), sides=("test",))
     clicks = [(ep, t) for ep in eps for t, a in enumerate(ep.actions)
@@ -120,8 +121,11 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     md = (tmp_path / "base_eval.md").read_text()
     out = capsys.readouterr().out
     for name, (k, n) in want.items():
-        assert f"| {name} | {k / n:.3f} | {k}/{n} |" in md
-    assert "| objective | accuracy | successes/n | 95 % Wilson | screens |" in out
+        assert f"| {name} | {k / n:.3f} | {k}/{n} | {bad[name]} |" in md
+        assert results["objectives"][name]["malformed"] == bad[name]
+    for template, t in ps["per_template"].items():
+        assert t["malformed"] == 0 and f"| {base_eval.PHONESIM}: {template} | " in md
+    assert "| objective | accuracy | successes/n | malformed | 95 % Wilson | screens |" in out
     assert "model: UNTRAINED stub model" in md and "24-40 lines" in md
 
 
@@ -143,4 +147,5 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
         assert r["wilson95"] == pytest.approx(list(wilson_interval(r["successes"], r["n"])))
     assert "UNTRAINED tiny model" in capsys.readouterr().out
     md = (tmp_path / "base_eval.md").read_text().splitlines()
-    assert sum(line.startswith("|") for line in md) == 2 + 3   # header, rule, 3 objectives
+    templates = len(objectives[base_eval.PHONESIM]["per_template"])
+    assert sum(line.startswith("|") for line in md) == 2 + 3 + templates   # header, rule, objectives, templates
