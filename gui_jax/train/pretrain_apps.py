@@ -37,7 +37,8 @@ APP_SERVES = {"tap": ("messages", "songs"), "read": ("messages",), "state": ("al
 # (fixed UI lines of the page's chrome, lines per item, (min, max) items as PhoneSim populates the app)
 _SHAPE = {"messages": (2, 2, (4, 7)), "songs": (3, 2, (10, 16)), "alarms": (5, 2, (3, 6)), "tasks": (3, 3, (6, 10))}
 MAX_PAGE_LINES = 34   # the most UI lines a page shows (Tasks: 10 rows of 3 lines + chrome; the screen cuts more)
-PEER_KINDS = {"name": 0.7, "words": 0.3}
+# peers: names, and made-up words from the tokenizer's pieces, so a peer's rare tokens are looked up too
+PEER_KINDS = {"name": 0.5, "words": 0.2, "pieces": 0.3}
 _PHONESIM_MINUTES = (0, 15, 30, 45)   # Clock.populate's alarm minutes: pretraining alarms never use them
 _PHONESIM_DUE_MONTH = 4               # Tasks.populate's due month (YYYY-04-DD)
 
