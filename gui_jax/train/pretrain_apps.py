@@ -48,9 +48,8 @@ def _esc(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _alarm_time(rng: np.random.Generator, hour: Optional[int] = None) -> str:
-    minute = int(rng.integers(60))
-    while minute in _PHONESIM_MINUTES:
+def _alarm_time(rng: np.random.Generator, hour: Optional[int] = None, minute: Optional[int] = None) -> str:
+    while minute is None or minute in _PHONESIM_MINUTES:
         minute = int(rng.integers(60))
     return f"{int(rng.integers(24)) if hour is None else hour:02d}:{minute:02d}"
 
@@ -112,10 +111,12 @@ def _songs(b: ScreenBuilder, k: int):
 
 def _alarms(b: ScreenBuilder, k: int):
     app = Clock(StubDevice())
-    hour = int(b.target.split(":")[0])
+    hour, minute = (int(x) for x in b.target.split(":"))
     times, used = [b.target], {b.target}
-    while len(times) < k:   # distractors share the target's hour with the builder's shared-word probability
-        t = _alarm_time(b.rng, hour if b.chance(b.share) else None)
+    while len(times) < k:   # with the shared-word probability a distractor shares the target's hour or minutes
+        shared = b.chance(b.share)
+        by_hour = b.chance(0.5)
+        t = _alarm_time(b.rng, hour if shared and by_hour else None, minute if shared and not by_hour else None)
         if t not in used:
             used.add(t)
             times.append(t)

@@ -125,3 +125,15 @@ def test_app_items_get_attention_pointers_through_the_tokenizer():
         rows = pointers(sample, f"item {it['index']}", read=it["objective"] == "read")
         hops = {HOPS[h] for h in rows[:, 0]}
         assert ({"goal", "match"} if it["objective"] == "tap" else {"row", "read_match"}) <= hops
+
+
+def test_shared_alarm_times_share_the_hour_or_the_minutes():
+    items = [it for it in _items({"toggle": 1}, 80, share=1.0) if it["layout"] == "alarms"]
+    by = {"hour": 0, "minutes": 0}
+    for it in items:
+        hour, minute = it["label"].split(":")
+        times = set(re.findall(r"; (\d\d):(\d\d) ", it["ui_text"])) - {(hour, minute)}
+        assert times and all((h == hour) != (m == minute) for h, m in times), (it["label"], times)
+        by["hour"] += sum(h == hour for h, _ in times)
+        by["minutes"] += sum(m == minute for _, m in times)
+    assert min(by.values()) > 0.3 * sum(by.values())
