@@ -1,6 +1,7 @@
 """Pretrain the tiny base model (Qwen2.5-VL architecture) on synthetic phone screens in the agent's prompt
-format: tap the named element, read a row's value, state questions, home-screen apps, with next-token loss on
-the screen text (gui_jax/train/pretrain.py, gui_jax/train/pretrain_data.py).
+format: tap the named element, read a row's value, state questions, toggles, home-screen apps, with next-token
+loss on the screen text (gui_jax/train/pretrain.py, gui_jax/train/pretrain_data.py); screens from generic
+layouts and (pretrain.app_pages) PhoneSim's own app pages with generator labels (gui_jax/train/pretrain_apps.py).
 
     python -m gui_jax.main --config configs/pretrain_tiny.py --workdir runs/pretrain_tiny
 
