@@ -103,27 +103,19 @@ def phonesim_items(episodes, pcfg) -> list[dict]:
     return items
 
 
-def unparsable(texts: Sequence[str], dialect: str) -> list[bool]:
-    """Per response: whether the dialect's parser rejects it (a format break, not a wrong answer)."""
-    from gui_jax.core.dialects import ActionParseError, parse_response
-    out = []
-    for text in texts:
-        try:
-            parse_response(text, dialect)
-            out.append(False)
-        except ActionParseError:
-            out.append(True)
-    return out
-
-
-def clicks_element(text: str, element: int, dialect: str) -> bool:
-    """Whether a response parses (the dialect's parser) to a click on `element`; unparsable = a miss."""
+def parsed_action(text: str, dialect: str):
+    """The action a response writes under the dialect's parser, None when it cannot be parsed (malformed)."""
     from gui_jax.core.dialects import ActionParseError, parse_response
     try:
-        _, a = parse_response(text, dialect)
+        return parse_response(text, dialect)[1]
     except ActionParseError:
-        return False
-    return a.type == "click" and a.element is not None and int(a.element) == int(element)
+        return None
+
+
+def clicks_element(action, element: int) -> bool:
+    """Whether a parsed response (None: unparsable, a miss) clicks `element`."""
+    return action is not None and action.type == "click" and action.element is not None \
+        and int(action.element) == int(element)
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -168,7 +160,7 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
         cut = too_long(policy, [it["target"] for it in its], max_new_tokens, obj)   # warned before the wait
         texts = generate_texts(policy, [(it["messages"], []) for it in its], max_new_tokens=max_new_tokens,
                                seed=seed, label=obj)
-        bad = unparsable(texts, its[0]["dialect"]) if its else []
+        bad = [parsed_action(text, it["dialect"]) is None for it, text in zip(its, texts)]
         out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading", malformed=sum(bad),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
@@ -182,8 +174,9 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
     cut = too_long(policy, [it["target"] for it in items], max_new_tokens, PHONESIM)
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
                            label=PHONESIM)
-    hits = [clicks_element(text, it["element"], it["dialect"]) for it, text in zip(items, texts)]
-    bad = [unparsable([text], it["dialect"])[0] for it, text in zip(items, texts)]
+    actions = [parsed_action(text, it["dialect"]) for it, text in zip(items, texts)]
+    hits = [clicks_element(a, it["element"]) for it, a in zip(items, actions)]
+    bad = [a is None for a in actions]
     per_template = {}
     for it, h, b in zip(items, hits, bad):
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})

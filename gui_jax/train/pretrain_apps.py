@@ -27,8 +27,8 @@ from gui_jax.envs.sim.ui import UI
 from gui_jax.envs.sim.widgets import PageRef
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.pretrain_labels import DEFAULT_LABEL_KINDS, LabelPool
-from gui_jax.train.pretrain_screens import (ScreenBuilder, Slot, StubDevice, SynthScreen, finish_screen, lines_of,
-                                            text_kinds)
+from gui_jax.train.pretrain_screens import (ScreenBuilder, Slot, StubDevice, SynthScreen, child_node, finish_screen,
+                                            lines_of, text_kinds)
 
 APP_PAGES = ("messages", "songs", "alarms", "tasks")
 # objective need → app pages with slots of that kind
@@ -64,10 +64,6 @@ def _rows(screen) -> dict[str, object]:
     return out
 
 
-def _child(node, kind: str):
-    return next((x for x in node.walk() if x.kind == kind), None)
-
-
 def _messages(b: ScreenBuilder, k: int):
     app = Messages(StubDevice())
     peers = [b.target] + [b.label(PEER_KINDS) for _ in range(k - 1)]
@@ -83,7 +79,7 @@ def _messages(b: ScreenBuilder, k: int):
             row = rows.get(shown)
             if row is None:
                 continue
-            title, sub = _child(row, "row_title"), _child(row, "row_sub")
+            title, sub = child_node(row, "row_title"), child_node(row, "row_sub")
             s = Slot(t.peer, [(title, "text", "{}" + _esc(shown[len(t.peer):]))], tap=title,
                      goals={"tap": ("Open my conversation with {L}.",),
                             "read": ("What is the last message from {L}?",)})
@@ -103,8 +99,8 @@ def _songs(b: ScreenBuilder, k: int):
 
     def slots(screen):
         rows = _rows(screen)
-        return [Slot(s.title, [(_child(rows[s.title], "row_title"), "text", "{}")],
-                     tap=_child(rows[s.title], "row_title"), goals={"tap": ("Play the song '{L}'.",)})
+        return [Slot(s.title, [(child_node(rows[s.title], "row_title"), "text", "{}")],
+                     tap=child_node(rows[s.title], "row_title"), goals={"tap": ("Play the song '{L}'.",)})
                 for s in app.songs if s.title in rows]
     return app, slots
 
@@ -128,13 +124,13 @@ def _alarms(b: ScreenBuilder, k: int):
     def slots(screen):
         out = []
         for node in screen.root.walk():
-            switch = _child(node, "switch") if node.kind == "row" else None
+            switch = child_node(node, "switch") if node.kind == "row" else None
             a = next((a for a in app.alarms if switch is not None and switch.desc == f"{a.time}  {a.label}"), None)
             if a is None:
                 continue
             fmt = "{}  " + _esc(a.label)
             phrase = f"Turn {'off' if a.enabled else 'on'} the {{L}} alarm."
-            out.append(Slot(a.time, [(_child(node, "row_title"), "text", fmt), (switch, "desc", fmt)],
+            out.append(Slot(a.time, [(child_node(node, "row_title"), "text", fmt), (switch, "desc", fmt)],
                             state=a.enabled, state_kind="switch", toggle=switch, goals={"toggle": (phrase,)}))
         return out
     return app, slots
@@ -154,11 +150,11 @@ def _tasks(b: ScreenBuilder, k: int):
         out = []
         for t in app.items:
             row = rows.get(t.title)
-            box = _child(row, "checkbox") if row is not None else None
+            box = child_node(row, "checkbox") if row is not None else None
             if box is None:
                 continue
             phrase = "Mark the task '{L}' as " + ("not done." if t.done else "done.")
-            out.append(Slot(t.title, [(_child(row, "row_title"), "text", "{}"), (box, "desc", "Done: {}")],
+            out.append(Slot(t.title, [(child_node(row, "row_title"), "text", "{}"), (box, "desc", "Done: {}")],
                             state=t.done, state_kind="checkbox", toggle=box, goals={"toggle": (phrase,)}))
         return out
     return app, slots

@@ -125,7 +125,8 @@ def text_kinds(kinds: dict) -> dict:
     return out or dict(NAME_KINDS)
 
 
-def _child(node: Node, kind: str) -> Optional[Node]:
+def child_node(node: Node, kind: str) -> Optional[Node]:
+    """The first node of `kind` in `node`'s subtree (itself included), else None."""
     return next((x for x in node.walk() if x.kind == kind), None)
 
 
@@ -216,13 +217,13 @@ class ScreenBuilder:
         ask_right = bool(right) and (not sub or self.chance(0.5))  # which value a read question asks for
 
         def slots(nodes):
-            t = _child(nodes[0], "row_title")
+            t = child_node(nodes[0], "row_title")
             s = Slot(title, [(t, "text", "{}")], tap=t)
             if ask_right:
                 s.value, s.value_kind, s.where = right, right_kind, "beside"
-                s.value_node = _child(nodes[0], "row_right")
+                s.value_node = child_node(nodes[0], "row_right")
             elif sub:
-                s.value, s.value_kind, s.value_node, s.where = sub, sub_kind, _child(nodes[0], "row_sub"), "below"
+                s.value, s.value_kind, s.value_node, s.where = sub, sub_kind, child_node(nodes[0], "row_sub"), "below"
             return [s]
         return self._commit(lambda: self.ui.row(title, sub, on_click=_noop, rid="item", right=right), slots)
 
@@ -231,11 +232,11 @@ class ScreenBuilder:
         sub = self.value(sub_kind) if sub_kind else ""
 
         def slots(nodes):
-            box, t = _child(nodes[0], "checkbox"), _child(nodes[0], "row_title")
+            box, t = child_node(nodes[0], "checkbox"), child_node(nodes[0], "row_title")
             s = Slot(title, [(t, "text", "{}"), (box, "desc", "Done: {}")], state=checked, state_kind="checkbox",
                      toggle=box)
             if sub:
-                s.value, s.value_kind, s.value_node, s.where = sub, sub_kind, _child(nodes[0], "row_sub"), "below"
+                s.value, s.value_kind, s.value_node, s.where = sub, sub_kind, child_node(nodes[0], "row_sub"), "below"
             return [s]
         return self._commit(lambda: self.ui.row(title, sub, on_click=_noop, rid="task",
                                                 checkbox=(checked, _noop, f"Done: {title}")), slots)
@@ -244,7 +245,7 @@ class ScreenBuilder:
         lab, on = self.label(), self.chance(0.5)
 
         def slots(nodes):
-            title, switch = _child(nodes[0], "row_title"), _child(nodes[0], "switch")
+            title, switch = child_node(nodes[0], "row_title"), child_node(nodes[0], "switch")
             return [Slot(lab, [(title, "text", "{}"), (switch, "desc", "{}")], state=on, state_kind="switch",
                          toggle=switch)]
         return self._commit(lambda: self.ui.switch(lab, on, _noop, "switch"), slots)
@@ -257,13 +258,13 @@ class ScreenBuilder:
 
         def show_hint(nodes):  # an empty field reports its hint (PhoneSim keeps it in style only)
             if not filled:
-                _child(nodes[0], "edit").desc = hint
+                child_node(nodes[0], "edit").desc = hint
 
         def slots(nodes):
-            t, edit = _child(nodes[0], "label"), _child(nodes[0], "edit")
+            t, edit = child_node(nodes[0], "label"), child_node(nodes[0], "edit")
             if not filled:
                 return [Slot(lab, [(t, "text", "{}")]), Slot(hint, [(edit, "desc", "{}")], tap=edit)]
-            clear = _child(nodes[0], "icon_clear")
+            clear = child_node(nodes[0], "icon_clear")
             return [Slot(lab, [(t, "text", "{}"), (clear, "desc", "Clear {}")], value=value, value_kind=kind,
                          value_node=edit, where="field")]
         return self._commit(lambda: self.ui.field(lab, key, hint=hint), slots, show_hint)
@@ -278,8 +279,8 @@ class ScreenBuilder:
         value = self.value(kind)
 
         def slots(nodes):
-            return [Slot(lab, [(_child(nodes[0], "label"), "text", "{}")], value=value, value_kind=kind,
-                         value_node=_child(nodes[0], "value"), where="below")]
+            return [Slot(lab, [(child_node(nodes[0], "label"), "text", "{}")], value=value, value_kind=kind,
+                         value_node=child_node(nodes[0], "value"), where="below")]
         return self._commit(lambda: self.ui.detail(lab, value, "detail"), slots)
 
     def chips(self, k: int) -> bool:
