@@ -5,7 +5,8 @@
 Round 0's policy is `self_improve.policy_checkpoint_dir` (e.g. runs/quickstart/sft/checkpoints) or the tiny
 model after `sft` on the expert episodes; each round evaluates online SR on the held-out tasks (Wilson 95 %,
 McNemar vs round 0), synthesises successful trajectories on fresh train tasks with the reward model
-(configs/reward_model.py) guiding a beam search, and fine-tunes on expert + synthesised episodes.
+(configs/reward_model.py) guiding a beam search, fine-tunes the policy on expert + synthesised episodes and
+the RM on the grown reward data (rm_retrain).
 Re-run the same command to resume: finished rounds are not redone.
 """
 
@@ -13,6 +14,7 @@ import ml_collections
 
 from gui_jax.train.online.config import env_block
 from gui_jax.train.config_blocks import sft_block, sibling_recipe
+from gui_jax.train.rm_training import reward_model_block
 
 
 def get_config():
@@ -23,6 +25,9 @@ def get_config():
     si_sft = sft_block()                 # per-round fine-tuning, continuing from the round's policy
     si_sft.num_steps, si_sft.batch_size, si_sft.micro_batch_size = 100, 16, 16
     si_sft.learning_rate, si_sft.warmup_steps, si_sft.checkpoint_every = 5e-4, 10, 50
+    si_rm = reward_model_block()         # per-round RM fine-tuning on the grown reward data
+    si_rm.num_steps, si_rm.batch_size, si_rm.micro_batch_size = 100, 16, 16
+    si_rm.learning_rate, si_rm.warmup_steps, si_rm.checkpoint_every = 5e-4, 10, 50
     c.self_improve = ml_collections.ConfigDict({
         "policy_checkpoint_dir": "",     # round 0's policy ('' = the model after `sft` on the expert episodes)
         "rm_checkpoint_dir": "",         # the reward_model job's rm/checkpoints
@@ -39,6 +44,11 @@ def get_config():
         "max_steps": 6,                  # step limit of searched and evaluated episodes
         "seed": 0,                       # task i of a round searches with seed + i
         "sft": si_sft,
+        # UI-Genie's co-evolution: after each round the RM is fine-tuned too, on the core reward records of the
+        # expert episodes plus every round's synthesised successes and failed trajectories so far, and the next
+        # round searches with it; its held-out F1 is measured every round. False = one fixed RM for all rounds.
+        "rm_retrain": True,
+        "rm_train": si_rm,
         "progress": True,
     })
     c.env = env_block()  # where online episodes run: --config.env.backend=android|androidworld|... (docs/devices.md)

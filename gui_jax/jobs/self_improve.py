@@ -12,23 +12,29 @@ Round r = 0 … R (`self_improve.rounds`):
      RM's step score, the best `beam_width` partial trajectories kept, PhoneSim's success check at the end;
      the best successful trajectory of each task is kept;
   3. (r < R) SFT (train/sft.py, `self_improve.sft`) of the policy on the expert episodes + every trajectory
-     synthesised so far → the policy of round r + 1.
+     synthesised so far → the policy of round r + 1;
+  4. (r < R, `rm_retrain`) UI-Genie's co-evolution: the RM is fine-tuned (`self_improve.rm_train`) on the core
+     reward records of the expert episodes plus data_engine.synthesis_records of every round's successes and
+     failed trajectories so far (round_<r>/rm_records.jsonl, counts in round_<r>/rm_data.json) → the RM of
+     round r + 1; each round's RM is scored on the held-out records (round_<r>/rm_eval/).
 Episodes (evaluation and search) run on `config.env` (gui_jax/envs/factory.py): PhoneSim by default (the split's
 held-out tasks; templates for the search), else env.backend's tasks: env.tasks × env.eval_seeds held out, env.tasks ×
 the round's slice of synth_seed_range searched (beam search replays from a reset, so the backend must be replayable).
 Round 0's policy: `self_improve.policy_checkpoint_dir`, else the configured model after `sft` on the expert
 episodes (init_sft/; `sft.num_steps` = 0 keeps it untrained).
-Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis (round_<r>/synth/) and SFT
-(round_<r>/sft/checkpoints) are not redone when present. results.json / results.md summarise every round.
+Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis (round_<r>/synth/), SFT
+(round_<r>/sft/checkpoints) and RM fine-tuning (round_<r>/rm/checkpoints) are not redone when present. results.json / results.md summarise every round.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import time
 
 import ml_collections
+import numpy as np
 
 from gui_jax.config_check import ConfigError, checkpoint_steps
 from gui_jax.core.labels import label_to_element
@@ -82,6 +88,14 @@ def check_self_improve_config(config) -> None:
               f"held-out {env.backend} tasks); synthesis must use unseen-by-evaluation seeds")
     check_search_fields(config, "self_improve")
     check_rm_source(config, "self_improve")
+    if si.get("rm_retrain", False):
+        from gui_jax.train.rm_training import check_rm_train_block
+        if "rm_train" not in si:
+            _fail("self_improve.rm_train", None, "rm_retrain needs an rm_train block (configs/self_improve.py)")
+        try:
+            check_rm_train_block(si.rm_train)
+        except ValueError as e:
+            raise ConfigError(f"config.self_improve.rm_train: {e}") from None
 
 
 # ------------------------------------------------------------------------------------------ tasks and episodes
@@ -130,7 +144,8 @@ def target_bbox(action, obs):
 
 
 def partial_episode(task, partial) -> Episode:
-    """A successful beam-search trajectory as an SFT episode (observations before each action + the last)."""
+    """A finished beam-search trajectory as an episode (observations before each action + the last): a
+    successful one is SFT data, either kind is reward data (data_engine.synthesis_records)."""
     observations = [_materialize(o) for o, _ in partial.history] + [_materialize(partial.obs)]
     seed = getattr(task, "seed", getattr(task, "task_idx", None))  # PhoneSim's seed; AndroidWorld's task_idx
     return Episode(episode_id=f"{task.task_id}@beam", goal=task.goal, observations=observations,
@@ -138,13 +153,14 @@ def partial_episode(task, partial) -> Episode:
                    difficulty=getattr(task, "difficulty", None) or "",
                    target_bboxes=[target_bbox(a, o) for a, o in zip(partial.actions, observations)],
                    info={"seed": seed, "source": "reward_guided_beam_search", "score": float(partial.score),
-                         "success": True, "coords": "screen"})
+                         "success": bool(partial.success), "coords": "screen"})
 
 
-def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = False) -> list[Episode]:
-    """The best successful beam-search trajectory of each task (tasks without one give none)."""
+def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = False):
+    """(the best successful beam-search trajectory of each task (tasks without one give none), every finished
+    unsuccessful trajectory of the search, ids suffixed @fail<i>)."""
     from gui_jax.core.progress import progress as progress_bar
-    out = []
+    out, failed = [], []
     for i, task in enumerate(progress_bar(tasks, desc="beam search", unit="task", disable=not progress)):
         parts = beam_search(task, make_env, propose, None, beam_width=si.beam_width,
                             num_candidates=si.num_candidates, max_steps=si.max_steps, seed=int(si.seed) + i,
@@ -152,33 +168,43 @@ def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = Fal
         best = next((p for p in parts if p.done and p.success), None)
         if best is not None:
             out.append(partial_episode(task, best))
-    return out
+        for k, p in enumerate(x for x in parts if x.done and not x.success and x.actions):
+            failed.append(dataclasses.replace(partial_episode(task, p), episode_id=f"{task.task_id}@fail{k}"))
+    return out, failed
+
+
+def _episodes_in(folder: str) -> list:
+    from gui_jax.data.episode_store import EpisodeStore
+    return list(EpisodeStore(folder, use_index=False)) if os.path.isdir(folder) else []
 
 
 def load_synth(folder: str):
-    """(episodes, key) of a finished synthesis folder, or None if absent or unfinished."""
-    from gui_jax.data.episode_store import EpisodeStore
+    """(successful episodes, key, failed episodes) of a finished synthesis folder, or None if absent or
+    unfinished (a folder from before failures were kept has none)."""
     path = os.path.join(folder, SYNTH_KEY)
     if not os.path.exists(path):
         return None
     with open(path) as f:
         key = json.load(f)
-    eps = list(EpisodeStore(os.path.join(folder, "episodes"), use_index=False)) if key["successes"] else []
-    if [e.episode_id for e in eps] != key["episode_ids"]:
-        raise common.StaleEpisodesError(f"{folder} holds {len(eps)} synthesised episodes, its {SYNTH_KEY} "
-                                        f"lists {len(key['episode_ids'])}; delete the folder to redo the round")
-    return eps, key
+    eps = _episodes_in(os.path.join(folder, "episodes")) if key["successes"] else []
+    failed = _episodes_in(os.path.join(folder, "failed")) if key.get("failed_ids") else []
+    for name, got, want in (("synthesised", eps, key["episode_ids"]), ("failed", failed, key.get("failed_ids", []))):
+        if [e.episode_id for e in got] != want:
+            raise common.StaleEpisodesError(f"{folder} holds {len(got)} {name} episodes, its {SYNTH_KEY} lists "
+                                            f"{len(want)}; delete the folder to redo the round")
+    return eps, key, failed
 
 
-def save_synth(folder: str, episodes, tasks) -> dict:
+def save_synth(folder: str, episodes, tasks, failed=()) -> dict:
     from gui_jax.core.serialize import save_episode
     if os.path.isdir(folder):
         shutil.rmtree(folder)  # an interrupted synthesis: start it again
-    os.makedirs(os.path.join(folder, "episodes"))
-    for i, ep in enumerate(episodes):
-        save_episode(ep, os.path.join(folder, "episodes", f"{i:06d}"))
+    for sub, eps in (("episodes", episodes), ("failed", failed)):
+        os.makedirs(os.path.join(folder, sub))
+        for i, ep in enumerate(eps):
+            save_episode(ep, os.path.join(folder, sub, f"{i:06d}"))
     key = {"searched": [t.task_id for t in tasks], "successes": len(episodes),
-           "episode_ids": [e.episode_id for e in episodes]}
+           "episode_ids": [e.episode_id for e in episodes], "failed_ids": [e.episode_id for e in failed]}
     with open(os.path.join(folder, SYNTH_KEY), "w") as f:
         json.dump(key, f, indent=1)
     return key
@@ -192,7 +218,8 @@ def _read(path: str):
         return json.load(f)
 
 
-def round_row(ev: dict, base: dict, synth: dict | None) -> dict:
+def round_row(ev: dict, base: dict, synth: dict | None, rm_metrics: dict | None = None,
+              rm_data: dict | None = None) -> dict:
     s, s0 = ev["success"], base["success"]
     k, n = int(sum(s)), len(s)
     lo, hi = wilson_interval(k, n)
@@ -200,19 +227,33 @@ def round_row(ev: dict, base: dict, synth: dict | None) -> dict:
     return {"SR": k / n, "successes": k, "episodes": n, "ci95": [lo, hi], "lost_vs_round0": b,
             "gained_vs_round0": c, "mcnemar_p_vs_round0": mcnemar_exact(s0, s),
             "synth_searched": len(synth["searched"]) if synth else 0,
-            "synth_successes": synth["successes"] if synth else 0, "success": s}
+            "synth_successes": synth["successes"] if synth else 0,
+            "synth_failures": len(synth.get("failed_ids", [])) if synth else 0,
+            "rm_step_f1": _f1(rm_metrics, "step") if rm_metrics else None,
+            "rm_outcome_f1": _f1(rm_metrics, "outcome") if rm_metrics else None,
+            "rm_records_after": rm_data["total"] if rm_data else None,
+            "rm_records_produced": rm_data["produced"] if rm_data else None, "success": s}
 
 
 def format_rounds(rows: dict) -> str:
-    lines = ["| round | online SR [95 % Wilson] | successes | Δ SR vs round 0 (lost/gained, exact McNemar p) | "
-             "synthesised successes / tasks searched |", "|---|---|---|---|---|"]
+    rm = any(x.get("rm_step_f1") is not None for x in rows.values())
+    head = ("| round | online SR [95 % Wilson] | successes | Δ SR vs round 0 (lost/gained, exact McNemar p) | "
+            "synthesised successes / tasks searched |")
+    lines = [head + (" RM step F1 / outcome F1 (held-out) | RM records after the round (+ produced) |" if rm else ""),
+             "|---|---|---|---|---|" + ("---|---|" if rm else "")]
     base = rows["0"]["SR"]
     for r in sorted(rows, key=int):
         x = rows[r]
         cmp = "(reference)" if r == "0" else (f"{x['SR'] - base:+.3f} ({x['lost_vs_round0']}/{x['gained_vs_round0']}, "
                                               f"p={x['mcnemar_p_vs_round0']:.3g})")
-        lines.append(f"| {r} | {x['SR']:.3f} [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}] | {x['successes']}/"
-                     f"{x['episodes']} | {cmp} | {x['synth_successes']} / {x['synth_searched']} |")
+        line = (f"| {r} | {x['SR']:.3f} [{x['ci95'][0]:.3f}, {x['ci95'][1]:.3f}] | {x['successes']}/"
+                f"{x['episodes']} | {cmp} | {x['synth_successes']} / {x['synth_searched']} |")
+        if rm:
+            f1 = ("—" if x.get("rm_step_f1") is None else f"{x['rm_step_f1']:.3f} / {x['rm_outcome_f1']:.3f}")
+            grown = ("—" if x.get("rm_records_after") is None
+                     else f"{x['rm_records_after']} (+{x['rm_records_produced']})")
+            line += f" {f1} | {grown} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -222,7 +263,9 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
     for r in range(rounds + 1):
         if evals[r] is not None:
             synth = _read(os.path.join(workdir, f"round_{r}", "synth", SYNTH_KEY))
-            rows[str(r)] = round_row(evals[r], evals[0], synth)
+            rm_eval = _read(os.path.join(workdir, f"round_{r}", "rm_eval", "results.json"))
+            rows[str(r)] = round_row(evals[r], evals[0], synth, rm_eval and rm_eval["metrics"],
+                                     _read(os.path.join(workdir, f"round_{r}", RM_DATA_KEY)))
     out = {"task_ids": evals[0]["task_ids"], "rounds": rows, **extra}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
@@ -235,6 +278,47 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
     return out
 
 
+# ------------------------------------------------------------------------------------------ the RM's rounds
+RM_DATA_KEY = "rm_data.json"
+
+
+def core_rm_data(config):
+    """rm.data without the parts that need another model or rollouts (hard negatives, potential labels): the
+    engine's core records, the RM data every round starts from."""
+    d = ml_collections.ConfigDict(config.rm.data.to_dict())
+    for name, off in (("hard_negative_checkpoint", ""), ("potential_labels", False)):
+        if name in d:
+            d[name] = off
+    return d
+
+
+def grown_rm_data(base_records, base_episodes: dict, rounds_synth) -> tuple[list, dict, list]:
+    """(records, episodes by id, records produced per round): the base records, then each round's
+    data_engine.synthesis_records of its (successes, failures), appended in round order."""
+    from gui_jax.rewards.data_engine import check_label_conflicts, synthesis_records
+    records, lookup, produced = list(base_records), dict(base_episodes), []
+    for ok, failed in rounds_synth:
+        lookup.update({str(e.episode_id): e for e in list(ok) + list(failed)})
+        produced.append(synthesis_records(ok, failed))
+        records += produced[-1]
+    check_label_conflicts(records, lookup)
+    return records, lookup, produced
+
+
+def rm_round_eval(rm, test_data, pcfg, rcfg, folder: str) -> dict:
+    """The round's RM on the held-out records (reward_model.evaluate_rm into `folder`), once."""
+    from gui_jax.jobs.reward_model import evaluate_rm
+    path = os.path.join(folder, "results.json")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        evaluate_rm(rm, test_data.records, list(test_data.episodes.values()), pcfg, rcfg, folder)
+    return _read(path)["metrics"]
+
+
+def _f1(metrics: dict, kind: str) -> float:
+    return float(metrics.get(kind, {}).get("all", {}).get("f1", float("nan")))
+
+
 # ------------------------------------------------------------------------------------------ the job
 def _sft_done(folder: str, num_steps: int) -> bool:
     steps = checkpoint_steps(os.path.join(folder, "checkpoints"))
@@ -243,21 +327,31 @@ def _sft_done(folder: str, num_steps: int) -> bool:
 
 def run(config, workdir: str) -> None:
     from gui_jax.eval.online_success import run_online_episodes
-    from gui_jax.jobs.reward_model import rm_configs
+    from gui_jax.jobs.reward_model import build_reward_data, rm_configs
+    from gui_jax.rewards.data_engine import write_records
     from gui_jax.train.logger import MetricsLogger
+    from gui_jax.train.rm_training import train_reward_model
     from gui_jax.train.sft import train_sft
     check_self_improve_config(config)
     os.makedirs(workdir, exist_ok=True)
     si, R = config.self_improve, int(config.self_improve.rounds)
+    co_evolve = bool(si.get("rm_retrain", False))
     progress = bool(si.get("progress", True))
     common.check_reachable(config)  # an offline device or server stops here, in one line
-    _, test_tasks, train_eps, _ = common.prepare(config, workdir, sides=("train",))
+    # the RM's held-out records come from the test side's expert episodes
+    _, test_tasks, train_eps, test_eps = common.prepare(config, workdir,
+                                                        sides=("train", "test") if co_evolve else ("train",))
     env = config.get("env")
     test_tasks = held_out_tasks(config, test_tasks, env.eval_seeds if env is not None else None)
     rdir = [os.path.join(workdir, f"round_{r}") for r in range(R + 1)]
 
+    def rm_done(r):
+        return not co_evolve or r == R or (os.path.exists(os.path.join(rdir[r], RM_DATA_KEY))
+                                           and _sft_done(os.path.join(rdir[r], "rm"), si.rm_train.num_steps))
+
     def complete(r):
-        return os.path.exists(os.path.join(rdir[r], "eval.json")) and (
+        return os.path.exists(os.path.join(rdir[r], "eval.json")) and rm_done(r) and (
+            not co_evolve or os.path.exists(os.path.join(rdir[r], "rm_eval", "results.json"))) and (
             r == R or (load_synth(os.path.join(rdir[r], "synth")) is not None
                        and _sft_done(os.path.join(rdir[r], "sft"), si.sft.num_steps)))
     start = next((r for r in range(R + 1) if not complete(r)), None)
@@ -276,11 +370,20 @@ def run(config, workdir: str) -> None:
         else:
             agent, _ = load_policy(config, os.path.join(rdir[start - 1], "sft", "checkpoints"),
                                    f"self_improve (round_{start - 1}/sft/checkpoints)")
-        rm, _ = load_reward_model(config, "self_improve")
+        if co_evolve and start > 0:  # the RM the last finished round retrained
+            rm, _ = load_policy(config, os.path.join(rdir[start - 1], "rm", "checkpoints"),
+                                f"self_improve (round_{start - 1}/rm/checkpoints)")
+        else:
+            rm, _ = load_reward_model(config, "self_improve")
         propose = policy_proposer(agent.policy, pcfg, temperature=si.temperature, render=render)
         score_many = rm_step_scorer(rm, pcfg, rcfg)
         make_env = episode_env_factory(config, si.max_steps, render)
-        synth_all = [ep for r in range(start) for ep in load_synth(os.path.join(rdir[r], "synth"))[0]]
+        rounds_synth = [load_synth(os.path.join(rdir[r], "synth")) for r in range(start)]
+        synth_all = [ep for x in rounds_synth for ep in x[0]]
+        if co_evolve:
+            seed = int(config.rm.data.seed)
+            base = build_reward_data(train_eps, np.random.default_rng(seed), core_rm_data(config))
+            test_data = build_reward_data(test_eps, np.random.default_rng(seed + 1), core_rm_data(config))
         for r in range(start, R + 1):
             os.makedirs(rdir[r], exist_ok=True)
             ev_path = os.path.join(rdir[r], "eval.json")
@@ -294,22 +397,40 @@ def run(config, workdir: str) -> None:
                                "steps": [int(x["steps"]) for x in recs]}, f, indent=1)
             print(f"[round {r}] online SR {json.load(open(ev_path))['success'].count(1)}/{len(test_tasks)}",
                   flush=True)
+            if co_evolve:
+                m = rm_round_eval(rm, test_data, pcfg, rcfg, os.path.join(rdir[r], "rm_eval"))
+                print(f"[round {r}] reward model held-out step F1 {_f1(m, 'step'):.3f}, outcome F1 "
+                      f"{_f1(m, 'outcome'):.3f}", flush=True)
             if r == R:
                 break
             folder = os.path.join(rdir[r], "synth")
             loaded = load_synth(folder)
             if loaded is None:
                 tasks = synth_tasks(config, r)
-                eps = synthesise(tasks, make_env, propose, score_many, si, progress=progress)
-                save_synth(folder, eps, tasks)
+                eps, failed = synthesise(tasks, make_env, propose, score_many, si, progress=progress)
+                save_synth(folder, eps, tasks, failed)
                 loaded = load_synth(folder)
+            rounds_synth.append(loaded)
             synth_all += loaded[0]
             print(f"[round {r}] synthesised {len(loaded[0])} successful trajectories "
-                  f"({len(loaded[1]['searched'])} tasks searched)", flush=True)
+                  f"({len(loaded[1]['searched'])} tasks searched, {len(loaded[2])} failed trajectories kept)",
+                  flush=True)
             sft_cfg = ml_collections.ConfigDict(si.sft.to_dict())
             sft_cfg.seed = int(si.sft.seed) + r
             train_sft(agent, list(train_eps) + synth_all, pcfg, sft_cfg, workdir=os.path.join(rdir[r], "sft"),
                       logger=logger, prefix=f"round_{r}_sft")
+            if co_evolve:  # UI-Genie's co-evolution: the RM too learns from every round's trajectories so far
+                records, lookup, produced = grown_rm_data(base.records, base.episodes,
+                                                          [(x[0], x[2]) for x in rounds_synth])
+                write_records(os.path.join(rdir[r], "rm_records.jsonl"), records)
+                rm_cfg = ml_collections.ConfigDict(si.rm_train.to_dict())
+                rm_cfg.seed = int(si.rm_train.seed) + r
+                train_reward_model(rm, records, lookup, pcfg, rcfg, rm_cfg, workdir=os.path.join(rdir[r], "rm"),
+                                   logger=logger, prefix=f"round_{r}_rm")
+                with open(os.path.join(rdir[r], RM_DATA_KEY), "w") as f:
+                    json.dump({"base": len(base.records), "produced": len(produced[-1]),
+                               "produced_by_round": [len(x) for x in produced], "total": len(records)}, f, indent=1)
+                score_many = rm_step_scorer(rm, pcfg, rcfg)
         logger.close()
         extra["profile"]["seconds_this_run"] = round(time.time() - t0, 1)
     write_results(workdir, R, extra, where=common.backend_name(config))

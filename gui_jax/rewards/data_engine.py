@@ -33,7 +33,9 @@ import numpy as np
 from gui_jax.core.matcher import match_action
 from gui_jax.core.types import Action, Episode
 
-SOURCES = ("rule", "sibling", "expert", "truncation", "substitution", "continuation", "hard_negative", "potential")
+# synth / synth_failure: a self-improvement round's searched trajectories (synthesis_records)
+SOURCES = ("rule", "sibling", "expert", "truncation", "substitution", "continuation", "hard_negative", "potential",
+           "synth", "synth_failure")
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,22 @@ def potential_records(ep: Episode, labels: Sequence[bool]) -> list[RewardRecord]
                          f"{labels[bad[0]]!r}")
     refs = _refs(ep, len(ep.actions))
     return [RewardRecord("step", ep.goal, refs[: t + 1], bool(label), "potential") for t, label in enumerate(labels)]
+
+
+def synthesis_records(successes: Sequence[Episode], failures: Sequence[Episode]) -> list[RewardRecord]:
+    """A self-improvement round's reward data (UI-Genie's co-evolution): each successful searched trajectory
+    gives positive step records and a positive outcome (source "synth") plus its truncations as outcome
+    negatives; each finished unsuccessful one gives a negative outcome ("synth_failure"). No draws: the
+    records follow from the trajectories alone."""
+    out: list[RewardRecord] = []
+    for ep in successes:
+        out += [RewardRecord(r.kind, r.goal, r.steps, True, "synth") for r in expert_records(ep)]
+        out += truncation_records(ep, range(1, working_steps(ep)))
+    for ep in failures:
+        if not ep.actions:
+            raise ValueError(f"failed trajectory {ep.episode_id!r} has no steps")
+        out.append(RewardRecord("outcome", ep.goal, _refs(ep, len(ep.actions)), False, "synth_failure"))
+    return out
 
 
 def write_records(path: str, records: Iterable[RewardRecord]) -> int:

@@ -125,7 +125,8 @@ def test_self_improve_on_androidworld_evaluates_and_synthesises_on_the_server(se
     cfg = load_config("configs/self_improve.py", **TINY, **env_fields(server.url), **{
         "sft.num_steps": 0, "self_improve.rounds": 1, "self_improve.tasks_per_round": 2,
         "self_improve.synth_seed_range": (0, 1), "self_improve.beam_width": 2, "self_improve.num_candidates": 2,
-        "self_improve.max_steps": 2, "self_improve.rm_untrained": True, "self_improve.progress": False})
+        "self_improve.max_steps": 2, "self_improve.rm_untrained": True, "self_improve.progress": False,
+        "self_improve.rm_retrain": False})
     cfg.self_improve.sft.update({"num_steps": 1, "batch_size": 2, "micro_batch_size": 2, "checkpoint_every": 0})
     wd = str(tmp_path / "si")
     si.run(cfg, wd)
@@ -134,7 +135,7 @@ def test_self_improve_on_androidworld_evaluates_and_synthesises_on_the_server(se
     r0, r1 = res["rounds"]["0"], res["rounds"]["1"]
     assert (r0["episodes"], r0["success"], r1["success"]) == (2, [1, 0], [1, 0])
     assert (r0["synth_searched"], r0["synth_successes"]) == (2, 2)   # env.tasks × the round's seed (0)
-    eps, key = si.load_synth(os.path.join(wd, "round_0", "synth"))
+    eps, key, _ = si.load_synth(os.path.join(wd, "round_0", "synth"))
     assert key["searched"] == [f"androidworld.{t}#0" for t in TYPES]
     for ep, t in zip(eps, TYPES):   # the beam kept the solving click, then terminate
         x, y = RESPONSES["solving_click"][t]

@@ -4,7 +4,8 @@
     plain rollout of the first proposal; results.json holds hand-computed counts, Wilson bounds and McNemar p;
     the job end to end with the tiny policy: n = 1 at temperature 0 equals the greedy online evaluation; the RM
     as a live step scorer scores a batch as it scores one by one.
-(b) self_improve runs end to end (tiny policy, oracle-guided beam search, real SFT) and resumes per round.
+(b) self_improve runs end to end (tiny policy, oracle-guided beam search, real SFT) and resumes per round; with
+    rm_retrain the RM's data grows each round by exactly the records that round's search produced.
 (c) bad configs raise ConfigError naming the field.
 """
 import json
@@ -129,7 +130,7 @@ def _si_config(**extra):
     over = {**TINY, "sft.num_steps": 0, "self_improve.rounds": 1, "self_improve.tasks_per_round": 2,
             "self_improve.synth_seed_range": (400, 402), "self_improve.beam_width": 2,
             "self_improve.num_candidates": 3, "self_improve.max_steps": 4, "self_improve.rm_untrained": True,
-            "self_improve.progress": False, **extra}
+            "self_improve.progress": False, "self_improve.rm_retrain": False, **extra}
     cfg = load_config("configs/self_improve.py", **over)
     cfg.self_improve.sft.update({"num_steps": 2, "batch_size": 2, "micro_batch_size": 2, "checkpoint_every": 0})
     return cfg
@@ -166,7 +167,7 @@ def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monk
     c = sum(y and not x for x, y in zip(r0["success"], r1["success"]))
     p = min(1.0, 2 * sum(math.comb(b + c, i) for i in range(min(b, c) + 1)) / 2 ** (b + c))
     assert (r1["lost_vs_round0"], r1["gained_vs_round0"], r1["mcnemar_p_vs_round0"]) == (b, c, p)
-    eps, key = si.load_synth(os.path.join(wd, "round_0", "synth"))
+    eps, key, _ = si.load_synth(os.path.join(wd, "round_0", "synth"))
     for ep in eps:  # the synthesised trajectory is the oracle's
         task = next(t for t in TASKS if t.goal == ep.goal)
         assert ep.actions == [s.action for s in expert_actions(task)]
@@ -184,6 +185,59 @@ def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monk
     si.run(cfg, wd)
     assert calls == {"eval": 3, "sft": 1, "search": 1}
     assert json.load(open(os.path.join(wd, "results.json")))["rounds"] == res["rounds"]
+
+
+def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch):
+    import gui_jax.train.rm_training as rmt
+    from gui_jax.rewards import data_engine as de
+    calls = {"rm": 0}
+    real = rmt.train_reward_model
+
+    def counting(*a, **kw):
+        calls["rm"] += 1
+        return real(*a, **kw)
+    monkeypatch.setattr(rmt, "train_reward_model", counting)
+    cfg = _si_config(**{"self_improve.rounds": 2, "self_improve.rm_retrain": True,
+                        "self_improve.synth_seed_range": (400, 404), "sft.num_steps": 0})
+    tasks = {t.goal: t for r in (0, 1) for t in si.synth_tasks(cfg, r)}
+
+    def oracle(goal, t):
+        steps = expert_actions(tasks[goal])
+        return steps[t].action if t < len(steps) else Action("terminate", status="failure")
+
+    def propose(goal, history, obs, n, rng):   # a wrong terminate first, so every search also fails once
+        return [Action("terminate", status="success"), oracle(goal, len(history)), Action("wait", time=1.0)][:n]
+    monkeypatch.setattr(si, "policy_proposer", lambda *a, **kw: propose)
+    monkeypatch.setattr(si, "rm_step_scorer", lambda *a, **kw: lambda goal, history, obs, actions: [
+        1.0 if a == oracle(goal, len(history)) else 0.5 if a.type == "terminate" else 0.0 for a in actions])
+    cfg.self_improve.rm_train.update({"num_steps": 1, "batch_size": 2, "micro_batch_size": 2, "checkpoint_every": 0,
+                                      "warmup_steps": 0})
+    wd = str(tmp_path / "si")
+    si.run(cfg, wd)
+    assert calls["rm"] == 2
+    before = None
+    for r in (0, 1):
+        rd = os.path.join(wd, f"round_{r}")
+        eps, _, failed = si.load_synth(os.path.join(rd, "synth"))
+        produced = de.synthesis_records(eps, failed)
+        assert len(eps) == 2 and len(failed) >= 2   # both tasks solved; the early terminates failed
+        assert len(produced) == 5 * len(eps) + len(failed)   # 3-step oracle successes: 3 + 1 + 1 truncation
+        now = de.read_records(os.path.join(rd, "rm_records.jsonl"))
+        counts = json.load(open(os.path.join(rd, "rm_data.json")))
+        if before is None:
+            before = now[:counts["base"]]
+        assert [x.to_json() for x in now] == [x.to_json() for x in before + produced]
+        assert (counts["produced"], counts["total"]) == (len(produced), len(now))
+        assert os.path.isdir(os.path.join(rd, "rm", "checkpoints", "1"))
+        before = now
+    res = json.load(open(os.path.join(wd, "results.json")))["rounds"]
+    assert [res[r]["rm_records_after"] for r in ("0", "1")] == [
+        json.load(open(os.path.join(wd, f"round_{r}", "rm_data.json")))["total"] for r in (0, 1)]
+    for r in ("0", "1", "2"):   # every round's RM scored on the held-out records
+        assert 0.0 <= res[r]["rm_step_f1"] <= 1.0 or math.isnan(res[r]["rm_step_f1"])
+    assert "RM step F1 / outcome F1" in open(os.path.join(wd, "results.md")).read()
+    si.run(cfg, wd)   # finished: nothing is retrained
+    assert calls["rm"] == 2
 
 
 @pytest.mark.parametrize("field,value,needle", [

@@ -161,3 +161,28 @@ def test_potential_labels_when_exactly_one_of_five_phonesim_continuations_succee
     assert de.label_balance(recs) == {"step/potential": {"pos": 1, "neg": 2}}
     with pytest.raises(ValueError, match=r"2 labels for 3 steps of 'clock.alarm_toggle#0/failed'"):
         de.potential_records(ep, labels[:2])
+
+
+# ------------------------------------------------------------------------------------------ self-improvement data
+def test_synthesis_records_of_a_round_exact():
+    """A 3-step success ending in terminate (2 working steps) and a 2-step failure: 3 positive steps, a positive
+    outcome and one truncation (kept 1) from the success; one negative outcome over the failure's 2 steps."""
+    ok = make_episode(goal="Star Banana bread", n=2)
+    ok = Episode(**{**ok.__dict__, "episode_id": "ok", "actions": ok.actions + [Action("terminate", status="success")],
+                    "target_bboxes": list(ok.target_bboxes) + [None],
+                    "step_instructions": list(ok.step_instructions) + ["done"]})
+    bad = make_episode(goal="Star Banana bread", n=2)
+    bad = Episode(**{**bad.__dict__, "episode_id": "ok@fail0"})
+    recs = de.synthesis_records([ok], [bad])
+    got = [(r.kind, r.label, r.source, [(s.episode_id, s.step) for s in r.steps]) for r in recs]
+    assert got == [
+        ("step", True, "synth", [("ok", 0)]),
+        ("step", True, "synth", [("ok", 0), ("ok", 1)]),
+        ("step", True, "synth", [("ok", 0), ("ok", 1), ("ok", 2)]),
+        ("outcome", True, "synth", [("ok", 0), ("ok", 1), ("ok", 2)]),
+        ("outcome", False, "truncation", [("ok", 0)]),
+        ("outcome", False, "synth_failure", [("ok@fail0", 0), ("ok@fail0", 1)]),
+    ]
+    assert all(r.goal == "Star Banana bread" for r in recs)
+    with pytest.raises(ValueError, match="'empty' has no steps"):
+        de.synthesis_records([], [Episode(episode_id="empty", goal="g", observations=[], actions=[])])
