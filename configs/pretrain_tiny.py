@@ -45,7 +45,8 @@ def get_config():
         # goals answered per screen: the first in the agent's prompt, the others as further chat turns, all
         # trained (dense supervision: one answer per screen is one supervised look-up per ~100-400 tokens)
         "goals_per_screen": 1,
-        # objective:weight (tap, read, state, home, screen_text, toggle)
+        # objective:weight (tap, read, state, home, screen_text, toggle, launch: which app serves a goal, on
+        # PhoneSim's home screen -> open(text=app), gui_jax/train/pretrain_launch.py)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
         # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
         # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too);

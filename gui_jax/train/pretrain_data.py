@@ -8,6 +8,8 @@ with the given PromptConfig, e.g. the quickstart's). Objectives:
   state        "Is Quiet Fire on?" (switch / checkbox / tab)          → answer(text="yes" | "no")
   toggle       "Turn off Quiet Fire" / "Mark … as done"               → click(element=k) of its switch / checkbox
   home         "Open the Quiet Fire app" on a home screen             → click(element=k) of its icon
+  launch       "Find the playlist 'Quiet Fire'." on PhoneSim's home screen → open(text="Music"): which app
+               serves a goal (train/pretrain_launch.py)
   screen_text  a tap or home item whose `prompt_loss_weight` > 0: the trainer also puts next-token loss
                on the UI-text tokens (`ui_span`; `encode_item` gives the token mask)
 `PretrainSource(prompt_cfg, mix, difficulty, pool, seed)[i]` is a pure function of (seed, i), with
@@ -30,9 +32,10 @@ from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, 
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import APP_SERVES, MAX_PAGE_LINES, build_app_screen
+from gui_jax.train.pretrain_launch import APPS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
 
-OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle")
+OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle", "launch")
 DEFAULT_MIX = {"tap": 0.4, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.15}
 SOURCE_LEN = 2 ** 40
 UI_HEADER = "\nUI:\n"  # what prompting._observation_content writes before the UI lines
@@ -160,7 +163,9 @@ class PretrainSource:
         allowed = d.layouts or LAYOUTS
         # objective → n_lines → layouts able to show it (checked here, so __getitem__ never fails on it)
         self.choices: dict[str, dict[int, list[tuple[str, str]]]] = {}
-        for obj in self.mix.names:
+        if "launch" in self.mix.names and not expressible(launch_action("Music"), prompt_cfg.dialect):
+            raise ValueError(f"mix has 'launch' but prompt_cfg.dialect {prompt_cfg.dialect!r} cannot write open(text=app)")
+        for obj in (o for o in self.mix.names if o != "launch"):   # launch items use PhoneSim's home screen
             self.choices[obj] = {}
             for n in range(d.min_lines, d.max_lines + 1):
                 ok = [(lay, need) for need in _needs(obj) for lay in SERVES[need] if lay in allowed
@@ -179,6 +184,8 @@ class PretrainSource:
             raise IndexError(f"index {i} outside [0, {SOURCE_LEN})")
         rng = np.random.default_rng((self.seed, i))
         obj = self.mix.names[int(rng.choice(len(self.mix.names), p=self.mix.probs))]
+        if obj == "launch":
+            return self._launch_item(rng, i)
         d = self.difficulty
         n = int(rng.integers(d.min_lines, d.max_lines + 1))
         pages = [(page, need) for need in _needs(obj) for page in APP_SERVES.get(need, ())]
@@ -215,6 +222,31 @@ class PretrainSource:
                 "prompt_loss_weight": self.ui_loss_weight if obj == "screen_text" else 0.0,
                 "turns": turns, "n_lines": scr.n_lines, "observation": obs, "pool": self.pool_name, "dialect": self.cfg.dialect,
                 "seed": self.seed, "index": i}
+
+
+    def _launch_label(self, rng) -> str:
+        names = list(self.label_kinds)
+        p = np.asarray([self.label_kinds[n] for n in names], float)
+        return self.pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
+
+    def _launch_item(self, rng, i: int) -> dict:
+        """A launch item: PhoneSim's home screen, a goal about one app's topic, the open action as the expert's;
+        further goals (goals_per_screen) about other apps as later turns."""
+        obs = launcher_observation()
+        goal, app = launch_goal(rng, self._launch_label(rng))
+        messages, _ = build_messages(goal, [], obs, self.cfg)
+        turns = []
+        for other in rng.permutation([a for a in APPS if a != app])[:self.goals_per_screen - 1]:
+            g, _ = launch_goal(rng, self._launch_label(rng), str(other))
+            turns.append({"goal": g, "message": f"Goal: {word_spaced(g) if self.cfg.word_tokens else g}",
+                          "target": expert_response(launch_action(str(other)), obs, self.cfg),
+                          "target_element": None, "answer": None, "label": str(other), "app": str(other)})
+        return {"messages": messages, "target": expert_response(launch_action(app), obs, self.cfg),
+                "objective": "launch", "goal": goal, "layout": "launcher", "label": app, "app": app,
+                "target_element": None, "answer": None, "label_element": None, "value_element": None,
+                "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages), "prompt_loss_weight": 0.0,
+                "turns": turns, "n_lines": len(ui_text(obs, self.cfg).splitlines()), "observation": obs,
+                "pool": self.pool_name, "dialect": self.cfg.dialect, "seed": self.seed, "index": i}
 
 
 def _pick(rng, options: Sequence[str]) -> str:
@@ -330,11 +362,14 @@ def normalize_answer(text: str) -> str:
 
 def score(item: dict, response_text: str) -> bool:
     """Whether a model response does what the item asks: tap/home the target element index; read/state an
-    answer equal to the expected one after `normalize_answer`. Unparsable responses are wrong."""
+    answer equal to the expected one after `normalize_answer`; launch: open the item's app. Unparsable responses
+    are wrong."""
     try:
         _, a = parse_response(response_text, item["dialect"])
     except ActionParseError:
         return False
+    if item.get("app") is not None:   # launch: open the app that serves the goal
+        return a.type == "open" and normalize_answer(a.text or "") == normalize_answer(item["app"])
     if item["target_element"] is not None:
         return a.type == "click" and a.element == item["target_element"]
     return a.type == "answer" and a.text is not None and normalize_answer(a.text) == normalize_answer(item["answer"])

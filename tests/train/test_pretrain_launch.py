@@ -1,0 +1,82 @@
+"""The launch objective: PhoneSim's own home screen, a goal about one app's topic, the agent's open action as the
+expert's; the app is the one PhoneSim's oracle opens for the quickstart's tasks; items are pure functions of
+(seed, index); scoring accepts exactly the item's app."""
+import numpy as np
+import pytest
+
+from gui_jax.core.dialects import parse_response
+from gui_jax.envs.sim import PhoneSim, expert_actions
+from gui_jax.rl.prompting import expert_response, ui_text
+from gui_jax.tasks.registry import make_task
+from gui_jax.train.pretrain_data import PretrainSource, quickstart_prompt_config, score
+from gui_jax.train.pretrain_launch import APPS, ENTITY_TOPICS, launch_action, launch_goal
+from gui_jax.train.pretrain_labels import label_pool
+
+CFG = quickstart_prompt_config(max_ui_lines=40)
+FORMAT_WORDS = {"am", "pm", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}
+
+
+def _launch_items(n, goals=1, seed=0):
+    src = PretrainSource(CFG, {"launch": 1.0}, seed=seed, goals_per_screen=goals)
+    return [src[i] for i in range(n)]
+
+
+def test_launch_items_show_phonesims_home_screen_and_open_the_goals_app():
+    home = PhoneSim(render=False).reset(make_task("music.play", 3))
+    items = _launch_items(200, goals=3)
+    assert {it["app"] for it in items} == set(APPS)          # 12 apps, 200 draws
+    for it in items:
+        assert it["ui_text"] == ui_text(home, CFG)
+        _, a = parse_response(it["target"], CFG.dialect)
+        assert (a.type, a.text) == ("open", it["app"])
+        assert score(it, it["target"]) and not score(it, expert_response(
+            launch_action(next(x for x in APPS if x != it["app"])), home, CFG))
+        apps = [it["app"]] + [t["app"] for t in it["turns"]]
+        assert len(it["turns"]) == 2 and len(set(apps)) == 3  # later turns ask for other apps
+        for t in it["turns"]:
+            _, a = parse_response(t["target"], CFG.dialect)
+            assert (a.type, a.text) == ("open", t["app"])
+    again = _launch_items(5, goals=3)
+    assert [(x["goal"], x["target"]) for x in again] == [(x["goal"], x["target"]) for x in items[:5]]
+    assert [x["goal"] for x in _launch_items(5, goals=3, seed=1)] != [x["goal"] for x in items[:5]]
+
+
+def test_the_app_is_the_one_phonesims_oracle_opens():
+    """For a template of each app, the oracle's first step is launch_action(app): the objective teaches the
+    agent's own first step."""
+    templates = {"Clock": "clock.alarm_toggle", "Contacts": "contacts.favorite", "Messages": "messages.open_thread",
+                 "Calendar": "calendar.event_time", "Notes": "notes.read", "Expenses": "expenses.amount",
+                 "Recipes": "recipes.servings", "Tasks": "tasks.priority", "Files": "files.size",
+                 "Recorder": "recorder.duration", "Music": "music.play", "Settings": "settings.wifi_on"}
+    assert set(templates) == set(APPS)
+    for app, name in templates.items():
+        assert expert_actions(make_task(name, 5))[0].action == launch_action(app)
+
+
+def test_goals_name_the_label_for_entities_and_stand_alone_for_settings():
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        goal, app = launch_goal(rng, "Quiet Fire")
+        assert ("'Quiet Fire'" in goal) == (app != "Settings")
+        if app != "Settings":
+            assert any(topic in goal for topic in ENTITY_TOPICS[app])
+    assert launch_goal(rng, "x", "Music")[1] == "Music"
+    with pytest.raises(ValueError, match="unknown app 'Radio'"):
+        launch_goal(rng, "x", "Radio")
+
+
+def test_launch_labels_are_the_pools_and_never_phonesims():
+    """Entity goals name a generator label: from the source's pool (the reading_eval pool shares no word with the
+    train pool) and never one of PhoneSim's own words."""
+    import re
+    from gui_jax.train.pretrain_labels import phonesim_words, pool_of
+    for pool in ("train", "reading_eval"):
+        own = label_pool(pool).words()
+        src = PretrainSource(CFG, {"launch": 1.0}, pool=pool, seed=0)
+        labels = [it["goal"].split("'")[1] for it in (src[i] for i in range(80)) if it["app"] != "Settings"]
+        # less the words of the date and time formats (month abbreviations, am / pm)
+        words = {w.lower() for lab in labels for w in re.findall(r"[A-Za-z]+", lab)} - FORMAT_WORDS
+        assert len(labels) > 40 and len(words) > 40
+        # pool words, or made-up words of the tokenizer's pieces that hash into the pool
+        assert all(w in own or pool_of(w) == pool for w in words), sorted(words - own)[:5]
+        assert not words & phonesim_words()
