@@ -27,7 +27,6 @@ Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis 
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -143,12 +142,12 @@ def target_bbox(action, obs):
     return tuple(float(v) for v in e.bounds)
 
 
-def partial_episode(task, partial) -> Episode:
+def partial_episode(task, partial, suffix: str = "@beam") -> Episode:
     """A finished beam-search trajectory as an episode (observations before each action + the last): a
     successful one is SFT data, either kind is reward data (data_engine.synthesis_records)."""
     observations = [_materialize(o) for o, _ in partial.history] + [_materialize(partial.obs)]
     seed = getattr(task, "seed", getattr(task, "task_idx", None))  # PhoneSim's seed; AndroidWorld's task_idx
-    return Episode(episode_id=f"{task.task_id}@beam", goal=task.goal, observations=observations,
+    return Episode(episode_id=f"{task.task_id}{suffix}", goal=task.goal, observations=observations,
                    actions=list(partial.actions), app=getattr(task, "app", ""), template=task.template,
                    difficulty=getattr(task, "difficulty", None) or "",
                    target_bboxes=[target_bbox(a, o) for a, o in zip(partial.actions, observations)],
@@ -169,7 +168,7 @@ def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = Fal
         if best is not None:
             out.append(partial_episode(task, best))
         for k, p in enumerate(x for x in parts if x.done and not x.success and x.actions):
-            failed.append(dataclasses.replace(partial_episode(task, p), episode_id=f"{task.task_id}@fail{k}"))
+            failed.append(partial_episode(task, p, suffix=f"@fail{k}"))
     return out, failed
 
 

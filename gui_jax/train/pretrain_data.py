@@ -233,6 +233,7 @@ class PretrainSource:
         """A launch item: PhoneSim's home screen, a goal about one app's topic, the open action as the expert's;
         further goals (goals_per_screen) about other apps as later turns."""
         obs = launcher_observation()
+        screen = ui_text(obs, self.cfg)
         goal, app = launch_goal(rng, self._launch_label(rng))
         messages, _ = build_messages(goal, [], obs, self.cfg)
         turns = []
@@ -244,8 +245,8 @@ class PretrainSource:
         return {"messages": messages, "target": expert_response(launch_action(app), obs, self.cfg),
                 "objective": "launch", "goal": goal, "layout": "launcher", "label": app, "app": app,
                 "target_element": None, "answer": None, "label_element": None, "value_element": None,
-                "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages), "prompt_loss_weight": 0.0,
-                "turns": turns, "n_lines": len(ui_text(obs, self.cfg).splitlines()), "observation": obs,
+                "ui_text": screen, "ui_span": ui_span(messages), "prompt_loss_weight": 0.0,
+                "turns": turns, "n_lines": len(screen.splitlines()), "observation": obs,
                 "pool": self.pool_name, "dialect": self.cfg.dialect, "seed": self.seed, "index": i}
 
 
