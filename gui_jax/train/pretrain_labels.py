@@ -21,6 +21,7 @@ import ast
 import functools
 import pathlib
 import re
+import threading
 import zlib
 from typing import Optional
 
@@ -89,6 +90,9 @@ def goal_words() -> frozenset[str]:
     return frozenset(w for t in texts for w in _words_of(t))
 
 
+_AST_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
 def phonesim_words() -> frozenset[str]:
     """Lower-case words of every string literal (docstrings excepted) in gui_jax/envs/sim: app content pools,
@@ -96,7 +100,8 @@ def phonesim_words() -> frozenset[str]:
     import gui_jax.envs.sim as sim
     words: set[str] = set()
     for path in sorted(pathlib.Path(sim.__file__).parent.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        with _AST_LOCK:   # CPython's ast.parse is not safe in concurrent threads (Grain's read threads)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
         docs = {id(n.body[0].value) for n in ast.walk(tree)
                 if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                 and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
