@@ -217,6 +217,34 @@ class _CountingIterator:
     def set_state(self, state):
         self.inner.set_state(state)
 
+    def close(self) -> None:
+        close_batch_iterator(self.inner)
+
+
+def close_batch_iterator(iterator, grace_s: float = 2.0) -> None:
+    """Closes a batch iterator and its Grain worker processes within about grace_s per worker. Grain joins each
+    worker for up to 25 s before killing it, and a worker whose queue feeder still holds items never exits by
+    itself, so 14 workers held a finished GPU run for minutes. The workers only generate items (the data state is
+    in the checkpoint): a short join, then Grain's own kill. (Killing them before Grain's close instead leaves a
+    half-written message in the queue, which the close then waits on forever.)"""
+    close = getattr(iterator, "close", None)
+    if close is None:
+        return
+    try:
+        from grain._src.python.dataset.transformations import process_prefetch
+    except ImportError:    # another Grain layout: its own close, with its own timeouts
+        close()
+        return
+    saved = getattr(process_prefetch, "_PROCESS_KILL_TIMEOUT_S", None)
+    process_prefetch._PROCESS_KILL_TIMEOUT_S = grace_s
+    try:
+        close()
+    finally:
+        if saved is None:
+            del process_prefetch._PROCESS_KILL_TIMEOUT_S
+        else:
+            process_prefetch._PROCESS_KILL_TIMEOUT_S = saved
+
 
 def batch_iterator(stream: CurriculumStream, cfg):
     """Grain iterator over lists of `batch_size` TrainSamples in stream order (get_state / set_state resume it);
@@ -317,12 +345,15 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
             f"stage {stage + 1}/{len(stages)} {rate:.0f} tokens/s "
             + " ".join(f"{k} {v:.3f}" for k, v in reading.items()))
 
-    state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
-                prefix="pretrain", micro_batch_size=cfg.micro_batch_size, seed=seed,
-                checkpoint_every=cfg.checkpoint_every, checkpoint_seconds=60.0 * cfg.checkpoint_minutes,
-                stop_after_steps=cfg.get("stop_after_steps"), after_step=after_step,
-                packing=bool(cfg.packing), row_length=cfg.row_length or None, first_step=first_step,
-                end_after_seconds=60.0 * float(cfg.get("max_minutes", 0.0)))
+    try:
+        state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
+                    prefix="pretrain", micro_batch_size=cfg.micro_batch_size, seed=seed,
+                    checkpoint_every=cfg.checkpoint_every, checkpoint_seconds=60.0 * cfg.checkpoint_minutes,
+                    stop_after_steps=cfg.get("stop_after_steps"), after_step=after_step,
+                    packing=bool(cfg.packing), row_length=cfg.row_length or None, first_step=first_step,
+                    end_after_seconds=60.0 * float(cfg.get("max_minutes", 0.0)))
+    finally:  # also on SIGTERM / a stop: Grain's own close would hold the process for 25 s per worker
+        data_iter.close()
     if last_metrics and result.get("eval_step") != state.step:   # ended on time between two evaluations
         after_step(state, last_metrics, final=True)
     agent.set_params(state.params)
