@@ -10,6 +10,8 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
   phonesim   every expert click on an element in the held-out (test) episodes of the data block (the
              quickstart's templates, split and test seeds), prompted as the quickstart agent is (goal + this
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
+             Row phonesim_open: every held-out episode's first step when it opens an app from the home
+             screen (goal -> app); a hit when the response opens that app.
 Teacher-forced exact match (the pretrain job's metric) is a lower bound on this; a base that "reads" should
 score well above chance here before task training starts.
 
@@ -29,6 +31,7 @@ from gui_jax.config_check import RunError
 from gui_jax.jobs import common
 
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
+PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -103,6 +106,22 @@ def phonesim_items(episodes, pcfg) -> list[dict]:
     return items
 
 
+def phonesim_open_items(episodes, pcfg) -> list[dict]:
+    """One item per held-out episode whose first expert step opens an app (goal -> app, on the home screen):
+    the prompt the quickstart agent sees there, the app and the expert's response."""
+    from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
+    items = []
+    for ep in episodes:
+        if not ep.actions or ep.actions[0].type != "open":
+            continue
+        action, obs = ep.actions[0], ep.observations[0]
+        items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "app": str(action.text),
+                      "target": expert_response(action, obs, pcfg), "template": ep.template,
+                      "episode_id": ep.episode_id, "step": 0, "n_lines": len(shown_elements(obs, pcfg)),
+                      "shown": True, "dialect": pcfg.dialect})
+    return items
+
+
 def parsed_action(text: str, dialect: str):
     """The action a response writes under the dialect's parser, None when it cannot be parsed (malformed)."""
     from gui_jax.core.dialects import ActionParseError, parse_response
@@ -116,6 +135,12 @@ def clicks_element(action, element: int) -> bool:
     """Whether a parsed response (None: unparsable, a miss) clicks `element`."""
     return action is not None and action.type == "click" and action.element is not None \
         and int(action.element) == int(element)
+
+
+def opens_app(action, app: str) -> bool:
+    """Whether a parsed response (None: unparsable, a miss) opens `app` (names compare case-blind)."""
+    return action is not None and action.type == "open" and action.text is not None \
+        and str(action.text).strip().lower() == app.strip().lower()
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -170,19 +195,23 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
 
 
 def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int, templates: Sequence[str],
-                   episodes: int) -> dict:
-    cut = too_long(policy, [it["target"] for it in items], max_new_tokens, PHONESIM)
+                   episodes: int, kind: str = "click") -> dict:
+    """kind 'click': items of phonesim_items, a hit clicks the expert's element; 'open': items of
+    phonesim_open_items, a hit opens the expert's app."""
+    label = PHONESIM if kind == "click" else PHONESIM_OPEN
+    cut = too_long(policy, [it["target"] for it in items], max_new_tokens, label)
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
-                           label=PHONESIM)
+                           label=label)
     actions = [parsed_action(text, it["dialect"]) for it, text in zip(items, texts)]
-    hits = [clicks_element(a, it["element"]) for it, a in zip(items, actions)]
+    hits = [clicks_element(a, it["element"]) if kind == "click" else opens_app(a, it["app"])
+            for it, a in zip(items, actions)]
     bad = [a is None for a in actions]
     per_template = {}
     for it, h, b in zip(items, hits, bad):
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
         row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
-    return summary(hits, part="phonesim", malformed=sum(bad), templates=list(templates), episodes=episodes,
+    return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates), episodes=episodes,
                    episodes_with_clicks=len({it["episode_id"] for it in items}),
                    screen_lines=[min(lines), max(lines)], targets_not_shown=sum(not it["shown"] for it in items),
                    per_template=per_template, examples=texts[:3], targets_over_max_new_tokens=cut)
@@ -245,7 +274,8 @@ def format_table(results: dict) -> str:
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"
-            screens = (f"PhoneSim held-out, {len(r['templates'])} templates, clicks of "
+            what = "clicks" if r.get("kind", "click") == "click" else "first steps (open an app)"
+            screens = (f"PhoneSim held-out, {len(r['templates'])} templates, {what} of "
                        f"{r['episodes_with_clicks']} of {r['episodes']} episodes, {lines} lines shown; "
                        f"{r['targets_not_shown']} targets cut from the prompt")
         rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | {r['malformed']} | "
@@ -289,6 +319,11 @@ def run(config, workdir: str) -> None:
         objectives[PHONESIM] = score_phonesim(agent.policy, items, max_new_tokens=max_new, seed=int(config.seed),
                                               templates=sorted({t.template for t in test_tasks}),
                                               episodes=len(test_eps))
+        opens = phonesim_open_items(test_eps, pcfg)
+        if opens:   # templates whose episodes start on the home screen
+            objectives[PHONESIM_OPEN] = score_phonesim(
+                agent.policy, opens, max_new_tokens=max_new, seed=int(config.seed),
+                templates=sorted({t.template for t in test_tasks}), episodes=len(test_eps), kind="open")
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
     with open(os.path.join(workdir, "results.json"), "w") as f:

@@ -104,6 +104,14 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
                 else format_response(Action("click", element=k + 1), pcfg.dialect))
         table[_key(build_messages(ep.goal, [], ep.observations[t], pcfg)[0])] = text
     want[base_eval.PHONESIM] = (len(range(0, len(clicks), 2)), len(clicks))
+    # the first steps that open an app: the right app (in lower case: names compare case-blind), another
+    # app, then a click on the home screen
+    opens = [ep for ep in eps if ep.actions[0].type == "open"]
+    assert len(opens) == 2, "both held-out episodes start on the home screen"
+    responses = [Action("open", text=opens[0].actions[0].text.lower()), Action("open", text="Nowhere")]
+    for ep, action in zip(opens, responses):
+        table[_key(build_messages(ep.goal, [], ep.observations[0], pcfg)[0])] = format_response(action, pcfg.dialect)
+    want[base_eval.PHONESIM_OPEN], bad[base_eval.PHONESIM_OPEN] = (1, 2), 0
 
     policy = LookupPolicy(table)
     source = {"kind": "untrained", "path": None, "step": None, "preset": "stub", "seed": 0}
@@ -111,7 +119,7 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     base_eval.run(config, str(tmp_path))
 
     results = json.loads((tmp_path / "results.json").read_text())
-    assert list(results["objectives"]) == ["tap", "read", base_eval.PHONESIM]
+    assert list(results["objectives"]) == ["tap", "read", base_eval.PHONESIM, base_eval.PHONESIM_OPEN]
     for name, (k, n) in want.items():
         _expected(results, name, k, n)
     assert {(temp, m) for _, temp, m in policy.calls} == {(0.0, config.model.max_new_tokens)}   # greedy
@@ -127,6 +135,7 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
         assert t["malformed"] == 0 and f"| {base_eval.PHONESIM}: {template} | " in md
     assert "| objective | accuracy | successes/n | malformed | 95 % Wilson | screens |" in out
     assert "model: UNTRAINED stub model" in md and "24-40 lines" in md
+    assert "first steps (open an app) of 2 of 2 episodes" in md
 
 
 def test_tiny_random_model_end_to_end(tmp_path, capsys):
@@ -135,7 +144,8 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["model"]["kind"] == "untrained" and results["temperature"] == 0.0
     objectives = results["objectives"]
-    assert set(objectives) == {"tap", "read", base_eval.PHONESIM}
+    assert set(objectives) == {"tap", "read", base_eval.PHONESIM, base_eval.PHONESIM_OPEN}
+    assert objectives[base_eval.PHONESIM_OPEN]["n"] == 2
     assert objectives["tap"]["n"] == objectives["read"]["n"] == N
     eps = common.verify_episode_folder(str(tmp_path / "episodes" / "test"),
                                        common.read_cache_key(str(tmp_path / "episodes" / "test"))["task_ids"])
@@ -147,5 +157,5 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
         assert r["wilson95"] == pytest.approx(list(wilson_interval(r["successes"], r["n"])))
     assert "UNTRAINED tiny model" in capsys.readouterr().out
     md = (tmp_path / "base_eval.md").read_text().splitlines()
-    templates = len(objectives[base_eval.PHONESIM]["per_template"])
-    assert sum(line.startswith("|") for line in md) == 2 + 3 + templates   # header, rule, objectives, templates
+    templates = sum(len(objectives[k]["per_template"]) for k in (base_eval.PHONESIM, base_eval.PHONESIM_OPEN))
+    assert sum(line.startswith("|") for line in md) == 2 + 4 + templates   # header, rule, objectives, templates
