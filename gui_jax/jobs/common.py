@@ -28,7 +28,7 @@ from gui_jax.config_check import RunError
 SNAPSHOT_FILE = "config.json"
 CACHE_KEY_FILE = "cache_key.json"
 # Leaf names that steer a run without changing its results (stop-and-resume knobs, progress bars).
-RUN_CONTROL_FIELDS = ("stop_after_steps", "progress")
+RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress")
 # Jobs whose outputs depend on the whole config (checkpoints, results): a changed field stops them.
 # Values: the workdir entries the old settings made, discarded by --overwrite.
 TRAINING_JOB_OUTPUTS = {
