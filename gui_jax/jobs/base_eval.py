@@ -211,7 +211,8 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
         row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
-    return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates), episodes=episodes,
+    return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates),
+                   episodes=episodes,
                    episodes_with_clicks=len({it["episode_id"] for it in items}),
                    screen_lines=[min(lines), max(lines)], targets_not_shown=sum(not it["shown"] for it in items),
                    per_template=per_template, examples=texts[:3], targets_over_max_new_tokens=cut)
