@@ -99,19 +99,6 @@ def test_stream_position_survives_a_restart_through_the_grain_state():
     resumed = pipeline()
     resumed.set_state(state)
     assert [ids(next(resumed)) for _ in range(2)] == reference[3:]
-    # closing ends every worker process (Grain's own close joins each for up to 25 s first) and leaves
-    # Grain's join timeout as it was
-    import multiprocessing
-
-    from grain._src.python.dataset.transformations import process_prefetch
-
-    from gui_jax.train.pretrain import close_batch_iterator
-    grain_workers = lambda: [p for p in multiprocessing.active_children() if p.name.startswith("grain-")]
-    assert len(grain_workers()) == 4
-    timeout = process_prefetch._PROCESS_KILL_TIMEOUT_S
-    close_batch_iterator(spread)
-    close_batch_iterator(resumed)
-    assert grain_workers() == [] and process_prefetch._PROCESS_KILL_TIMEOUT_S == timeout
 
 
 def test_a_stream_continued_from_a_snapshot_starts_at_that_update():
