@@ -14,7 +14,7 @@ those shapes compile far longer than they run; under 2 minutes on 2 cores):
     JAX_PLATFORMS=cpu python -m benchmarks.gpu_suite --json /tmp/gpu_suite.json [--sections card,attention]
 
 Results: the JSON of a GPU run goes to experiments/results/gpu_<card>.json (card: meta.card, e.g. h100-sxm) and
-its headline figures into a performance table in README.md. Both wait for a GPU run: no figure is written
+its headline figures into a performance table in experiments/README.md. Both wait for a GPU run: no figure is written
 before one exists.
 
 Sections, in this order (on a GPU each runs in its own process, so JAX's and torch's memory never meet and a
@@ -504,6 +504,7 @@ def main(argv=None) -> dict:
                       "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                       "backend": backend, "mode": "smoke" if smoke else "full", "isolate": isolate,
                       "budget_s": args.budget_s, "recipe": recipe,
+                      "load_average_before": [round(x, 2) for x in os.getloadavg()],
                       "plan": make_plan(smoke, recipe, args.repeats, args.warmup)}}
   ctx = {"plan": results["meta"]["plan"], "recipe": recipe, "results": results, "smoke": smoke}
 
@@ -532,6 +533,7 @@ def main(argv=None) -> dict:
     print(f"[gpu_suite] {summary_lines({name: results[name]})[0]}", flush=True)
     save()
   results["meta"].update(wall_s=time.perf_counter() - t_start,
+                         load_average_after=[round(x, 2) for x in os.getloadavg()],
                          card=(results.get("card") or {}).get("peak", {}).get("card"))
   save()
   print("\n".join(["[gpu_suite] summary"] + summary_lines(results)), flush=True)
