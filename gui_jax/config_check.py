@@ -251,6 +251,8 @@ def _cross_checks(config) -> None:
     m = config.get("model")
     if m is not None and "min_pixels" in m and "max_pixels" in m and m.min_pixels > m.max_pixels:
         _fail("model.max_pixels", m.max_pixels, f"expected ≥ model.min_pixels ({m.min_pixels})")
+    if m is not None and m.get("checkpoint"):
+        _shape_overrides_match_checkpoint(m)
     p = config.get("prompt")
     if (p is not None and p.get("target") == "element" and p.get("observation") == "screenshot"
             and not p.get("set_of_mark", False)):
@@ -291,6 +293,32 @@ def _cross_checks(config) -> None:
     if r is not None and r.get("init_checkpoint") and m is not None and m.get("checkpoint"):
         raise ConfigError("config.reasoning.init_checkpoint: set either it (an Orbax stage folder) or "
                           "model.checkpoint (a Hugging Face folder), not both")
+
+
+# model field -> (config.json section, key): the shape a checkpoint fixes and a preset override would change
+_CHECKPOINT_SHAPE = {"num_hidden_layers": ("text_config", "num_hidden_layers"),
+                     "intermediate_size": ("text_config", "intermediate_size"),
+                     "vision_depth": ("vision_config", "depth")}
+
+
+def _shape_overrides_match_checkpoint(m) -> None:
+    """A checkpoint fixes the model's shape: an override of the preset's depth or width that differs from it
+    would be ignored, so it is an error (a matching one, as continued-pretraining commands carry, is fine)."""
+    import json
+    import os
+
+    from gui_jax.models.builtin import resolve_checkpoint
+    path = os.path.join(resolve_checkpoint(m.checkpoint), "config.json")
+    if not os.path.isfile(path):
+        return  # hf_dir reports a folder without config.json
+    with open(path) as f:
+        hf = json.load(f)
+    for field, (section, key) in _CHECKPOINT_SHAPE.items():
+        want, have = m.get(field, 0), hf.get(section, {}).get(key)
+        if want and have is not None and want != have:
+            _fail(f"model.{field}", want, f"model.checkpoint {m.checkpoint!r} has {key} = {have}, and a checkpoint "
+                  f"fixes the model's shape: drop the override, or set model.checkpoint='' for a random-init "
+                  f"{m.get('preset', 'tiny')} preset with it")
 
 
 def field_docs(config) -> dict[str, str]:

@@ -123,3 +123,22 @@ def format_table(results: dict, columns=("SOP_PG", "SOP_TSR", "SOP_Score", "TM",
                 cells.append("")
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def template_table(results: dict) -> str:
+    """Markdown table of greedy online successes per task template (the part of `task_id` before '#'), one
+    column per stage: `k/n`. Shows where a stage's SR comes from; '' when no stage has per-task outcomes."""
+    stages = [(s, r) for s, r in results.items() if isinstance(r, Mapping) and "online_success" in r]
+    if not stages:
+        return ""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for stage, r in stages:
+        for tid, ok in zip(r["online_task_ids"], r["online_success"]):
+            kn = counts.setdefault(str(tid).split("#")[0], {}).setdefault(stage, [0, 0])
+            kn[0] += int(ok)
+            kn[1] += 1
+    lines = ["| template | " + " | ".join(s for s, _ in stages) + " |", "|---|" + "---|" * len(stages)]
+    for tpl in sorted(counts):
+        lines.append(f"| {tpl} | " + " | ".join("{}/{}".format(*counts[tpl][s]) if s in counts[tpl] else ""
+                                                for s, _ in stages) + " |")
+    return "\n".join(lines)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import jax
 from absl import logging
 
-from gui_jax.eval.suite import evaluate_agent, format_table, split_timings
+from gui_jax.eval.suite import evaluate_agent, format_table, split_timings, template_table
 from gui_jax.jobs.common import prepare
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
@@ -34,8 +34,12 @@ _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/
                    "/jax/core/compile/backend_compile_duration")
 
 
+def _peak_rss_mb() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 class StageProfiler:
-    """Wall, process CPU (all threads) and JAX compile seconds per named stage."""
+    """Wall, process CPU (all threads) and JAX compile seconds per named stage, and the peak RSS when it ended."""
 
     def __init__(self):
         self.stages: dict[str, dict] = {}
@@ -52,12 +56,13 @@ class StageProfiler:
         try:
             yield
         finally:
+            # ru_maxrss is the process's running peak: a stage whose value jumps is the one that set it
             self.stages[name] = {"wall_s": round(time.time() - w, 2), "cpu_s": round(time.process_time() - c, 2),
-                                 "compile_s": round(self._compile - k, 2)}
+                                 "compile_s": round(self._compile - k, 2), "peak_rss_mb_after": _peak_rss_mb()}
 
     def summary(self) -> str:
-        return "; ".join(f"{n} {v['wall_s']:.0f}s (cpu {v['cpu_s']:.0f}s, compile {v['compile_s']:.0f}s)"
-                         for n, v in self.stages.items())
+        return "; ".join(f"{n} {v['wall_s']:.0f}s (cpu {v['cpu_s']:.0f}s, compile {v['compile_s']:.0f}s, "
+                         f"peak {v['peak_rss_mb_after']} MB)" for n, v in self.stages.items())
 
 
 def run(config, workdir: str) -> None:
@@ -115,7 +120,7 @@ def run(config, workdir: str) -> None:
     logger.close()
     table = format_table(results, compare_to=compare_to)
     runtime = time.time() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _peak_rss_mb()
     profile["this_run"] = {"wall_s": round(runtime, 1), "cpu_s": round(time.process_time() - cpu_start, 1),
                            "peak_rss_mb": round(peak_mb), "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()],
                            "cpu_count": os.cpu_count(), "stages": prof.stages}
@@ -128,7 +133,8 @@ def run(config, workdir: str) -> None:
               f"time per stage: {prof.summary()}")
     view = (f"\nepisodes: `python -m gui_jax.view {workdir} --out {os.path.join(workdir, 'report.html')}` writes "
             f"one page of this run's episodes (screenshots with the actions drawn; filters by template and outcome)")
+    by_template = template_table(results)
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(table + "\n" + footer + "\n" + view + "\n")
+        f.write(table + "\n" + footer + "\n\nonline successes by template:\n\n" + by_template + "\n" + view + "\n")
     print("\n" + table + "\n" + footer)
     logging.info("results in %s", workdir)

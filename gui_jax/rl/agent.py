@@ -81,8 +81,10 @@ class Agent:
             shd.mesh_from_config(self.mesh_cfg) if self.mesh_cfg is not None else None)
         self.rules = shd.rules_by_name(self.mesh_cfg.rules) if self.mesh_cfg is not None else shd.DEFAULT_RULES
         self.compute_dtype = self.mesh_cfg.compute_dtype if self.mesh_cfg is not None else None
-        dtypes = {} if self.mesh_cfg is None else {"dtype": self.mesh_cfg.compute_dtype,
-                                                   "param_dtype": self.mesh_cfg.param_dtype}
+        # Without a mesh block the params are float32 masters, a checkpoint stored in bfloat16 included: Adam steps
+        # of lr ~1e-4 are below half a bfloat16 ulp of most weights (~2e-4 at |w| ~ 0.05) and would round away.
+        dtypes = ({"param_dtype": "float32"} if self.mesh_cfg is None else
+                  {"dtype": self.mesh_cfg.compute_dtype, "param_dtype": self.mesh_cfg.param_dtype})
         checkpoint = resolve_checkpoint(mcfg.get("checkpoint", ""))   # "builtin:<name>" -> the shipped folder
         if checkpoint:
             from gui_jax.models.qwen2_5_vl.hf_io import load_hf_checkpoint

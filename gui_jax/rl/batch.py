@@ -11,10 +11,10 @@ never crosses segments (the model's `segment_ids` argument). Losses are sums ove
 batch gives the same per-step losses as the unpacked one (tests/rl/test_packing.py).
 
 Shape buckets (so a run compiles a bounded number of programs): row length (`length_buckets`; a
-packed row is padded to the bucket of its fullest row, at most `row_length` unless one step alone is
-longer), response tokens per row (`RESPONSE_BUCKETS`), rows (`rows=`, or `row_buckets` when rows is
-None), image patches (`bucketed_vision_inputs`: merge**2 · 2^k patches; the vision layout then
-buckets its window and frame block counts; padded patches and blocks are masked).
+packed row is padded to the `row_length` bucket, longer only where one step alone is longer), response
+tokens per row (`RESPONSE_BUCKETS`; packed rows at least PACKED_MIN_RESPONSE), rows (`rows=`, or
+`row_buckets` when rows is None), image patches (`bucketed_vision_inputs`: merge**2 · 2^k patches; the
+vision layout then buckets its window and frame block counts; padded patches and blocks are masked).
 
 Arrays (B rows, L tokens; position k holds token k and its log-prob given tokens < k):
   input_ids, attention_mask, loss_mask, step_ids [B, L]; advantages, old_logp, ref_logp [B, L];
@@ -42,6 +42,7 @@ DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 30
                           12288, 16384)
 RESPONSE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 DEFAULT_ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PACKED_MIN_RESPONSE = 64  # response slots per packed row at least (make_micro_batches: one shape per call)
 
 
 @dataclasses.dataclass
@@ -134,8 +135,10 @@ def build_batch(samples: Sequence[TrainSample], model_cfg, *, pad_id: int,
 
 def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: int,
                length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS, rows: Optional[int] = None,
-               row_buckets: Optional[Sequence[int]] = None, with_segment_ids: bool = True) -> dict:
-    """One batch row per group; the group's samples are the row's segments, in order."""
+               row_buckets: Optional[Sequence[int]] = None, with_segment_ids: bool = True,
+               min_length: int = 0, min_response: int = 0) -> dict:
+    """One batch row per group; the group's samples are the row's segments, in order. The row length and the
+    response slots per row are buckets of at least `min_length` / `min_response` (fewer distinct shapes)."""
     if not groups or any(not g for g in groups):
         raise ValueError("build_rows needs at least one row and no empty rows")
     if rows is None:
@@ -144,7 +147,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
     if n_rows < len(groups):
         raise ValueError(f"{len(groups)} rows of samples do not fit in {n_rows} rows")
     fills = [sum(len(s) for s in g) for g in groups]
-    length = bucket(max(fills), length_buckets, "sequence length")
+    length = bucket(max(max(fills), min_length), length_buckets, "sequence length")
     ids = np.full((n_rows, length), pad_id, np.int32)
     attn = np.zeros((n_rows, length), bool)
     seg = np.zeros((n_rows, length), np.int32)
@@ -155,7 +158,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
     old = np.zeros((n_rows, length), np.float32)
     ref = np.zeros((n_rows, length), np.float32)
     resp_tokens = [sum(s.response_ids.size for s in g) for g in groups]
-    resp_len = bucket(max(resp_tokens), RESPONSE_BUCKETS, "response tokens per row")
+    resp_len = bucket(max(max(resp_tokens), min_response), RESPONSE_BUCKETS, "response tokens per row")
     target_pos = np.zeros((n_rows, resp_len), np.int32)
     target_valid = np.zeros((n_rows, resp_len), bool)
     pixels, grids = [[] for _ in range(n_rows)], [[] for _ in range(n_rows)]  # per row
@@ -241,7 +244,10 @@ def make_micro_batches(samples: Sequence[TrainSample], model_cfg, *, pad_id: int
     """The micro-batches of one logical batch, each with exactly `micro_batch_size` rows.
 
     Unpacked: `micro_batch_size` samples per micro-batch (length-sorted). Packed: samples are packed
-    into rows of `row_length` tokens, then `micro_batch_size` rows per micro-batch.
+    into rows of `row_length` tokens, then `micro_batch_size` rows per micro-batch, each padded to rows of
+    at least the row_length bucket (longer only where one step alone is longer) with at least
+    PACKED_MIN_RESPONSE response slots: each distinct shape is one more XLA program (~5-10 s to compile on
+    2 CPU cores), which costs more than padding the few partly filled micro-batches.
     """
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
@@ -254,7 +260,7 @@ def make_micro_batches(samples: Sequence[TrainSample], model_cfg, *, pad_id: int
     groups = [[samples[i] for i in g] for g in pack_rows(samples, row_length)]
     groups.sort(key=lambda g: sum(len(s) for s in g))  # similar fills share a micro-batch
     return [build_rows(groups[i:i + micro_batch_size], model_cfg, pad_id=pad_id, rows=micro_batch_size,
-                       length_buckets=length_buckets)
+                       length_buckets=length_buckets, min_length=row_length, min_response=PACKED_MIN_RESPONSE)
             for i in range(0, len(groups), micro_batch_size)]
 
 

@@ -98,6 +98,17 @@ def test_format_table_intervals_and_paired_p():
         paired_test(results["sft"], {"online_success": [1], "online_task_ids": ["x"]})
 
 
+def test_template_table_counts_per_template_and_stage():
+    from gui_jax.eval.suite import template_table
+    ids = ["music.play#1000", "music.play#1001", "clock.alarm_toggle#1000"]
+    results = {"sft": {"online_success": [1, 0, 0], "online_task_ids": ids},
+               "rl": {"online_success": [1, 1, 0], "online_task_ids": ids}, "note": "not a stage"}
+    assert template_table(results).splitlines() == [
+        "| template | sft | rl |", "|---|---|---|",
+        "| clock.alarm_toggle | 0/1 | 0/1 |", "| music.play | 1/2 | 2/2 |"]
+    assert template_table({"sft": {"SR": 0.5}}) == ""
+
+
 def test_split_timings():
     from gui_jax.eval.suite import split_timings
     kept, timings = split_timings({"online_SR": 0.5, "eval_seconds": 3.0, "seconds_sop": 1.0})

@@ -49,3 +49,27 @@ def test_config_check_reports_a_bad_builtin_before_running():
     rule = hf_dir_rule("doc")
     assert "unknown built-in model" in rule.check("builtin:nope")
     assert rule.check("") is None
+
+
+def test_the_shipped_base_trains_with_float32_masters_and_its_own_shape():
+    """The base ships in bfloat16; an agent loads it as float32 masters (an Adam step of lr 1e-4 is below half a
+    bfloat16 ulp of a weight of 0.05, so bf16 masters would drop it), and a preset override of its depth is an
+    error naming the checkpoint's value."""
+    import jax
+    import jax.numpy as jnp
+    import ml_collections
+
+    from gui_jax.config_check import ConfigError, check_config
+    from gui_jax.rl.agent import Agent
+    from gui_jax.train.config_blocks import model_block
+    w = jnp.asarray(0.05, jnp.bfloat16)
+    assert w + jnp.asarray(1e-4, jnp.bfloat16) == w            # the update a bf16 master loses
+    m = model_block()
+    m.checkpoint = "builtin:tiny-base"
+    agent = Agent(ml_collections.ConfigDict({"model": m}), seed=0)
+    assert {str(x.dtype) for x in jax.tree.leaves(agent.copy_params())} == {"float32"}
+    m.num_hidden_layers = 3                                      # the base's own depth: accepted
+    check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))
+    m.num_hidden_layers = 1
+    with pytest.raises(ConfigError, match="has num_hidden_layers = 3, and a checkpoint fixes the model's shape"):
+        check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))

@@ -8,8 +8,8 @@ from flax import nnx
 
 from gui_jax.models.qwen2_5_vl.config import preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
-from gui_jax.rl.batch import (DEFAULT_LENGTH_BUCKETS, TrainSample, build_batch, make_micro_batches,
-                              model_forward_logprobs, pack_rows)
+from gui_jax.rl.batch import (DEFAULT_LENGTH_BUCKETS, PACKED_MIN_RESPONSE, TrainSample, build_batch,
+                              make_micro_batches, model_forward_logprobs, pack_rows)
 from gui_jax.rl.losses import combine_loss
 
 jax.config.update("jax_default_matmul_precision", "highest")
@@ -138,6 +138,9 @@ def test_micro_batches_have_fixed_rows_and_bucketed_shapes():
     assert all(mb["input_ids"].shape[0] == 2 for mb in micro)
     assert sum(int(mb["loss_mask"].sum()) for mb in micro) == sum(s.response_ids.size for s in samples)
     assert all(mb["input_ids"].shape[1] in DEFAULT_LENGTH_BUCKETS for mb in micro)
+    # one shape for every micro-batch whose rows fit row_length, the fullest or not (one compiled program)
+    assert {mb["input_ids"].shape for mb in micro} == {(2, 64)}
+    assert {mb["target_positions"].shape for mb in micro} == {(2, PACKED_MIN_RESPONSE)}
     assert sum(int((mb["segment_ids"] > 0).any(1).sum()) for mb in micro) < len(samples)  # rows shared
     with pytest.raises(ValueError, match="row_length"):
         make_micro_batches(samples, cfg, pad_id=PAD, micro_batch_size=2, packing=True)

@@ -110,3 +110,12 @@ def test_training_compiles_one_program_per_bucket(setup):
     print(f"training: {dict(compiles)}; shape buckets {len(buckets)}; exact batch shapes {len(raw)}")
     assert 1 <= accumulate <= len(buckets) < 20
     assert sum(v for k, v in compiles.items() if "apply" in k) == 1
+
+
+def test_policy_batch_buckets_are_powers_of_four_then_the_chunk_size():
+    from gui_jax.rl.jax_policy import policy_batch_buckets
+    assert policy_batch_buckets(64) == (1, 4, 16, 64)
+    assert policy_batch_buckets(32) == (1, 4, 16, 32)
+    assert policy_batch_buckets(1) == (1,)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        policy_batch_buckets(0)
