@@ -137,6 +137,8 @@ DATA = {
     "templates": name_list("templates kept; () = every template passing the filters", template_names,
                            costly=True),
     "num_train_episodes": integer("expert episodes for training", 1),
+    "rl_train_episodes": integer("quickstart: train-split tasks RL draws from (0 = the SFT's episodes; more = "
+                                 "those plus tasks SFT never saw)", 0),
     "train_screens_per_instance": integer("train episodes per instance, each with its own seed's screen", 1),
     "num_test_episodes": integer("held-out episodes (SOP) = online evaluation tasks", 1),
     "resolution": resolution("screenshot (width, height) in pixels"),

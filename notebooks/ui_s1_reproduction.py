@@ -79,7 +79,7 @@ config = load_config(recipe_path("quickstart"))
 config.offline_rl_baseline = True
 if SMALL:
     config.data.num_train_episodes, config.data.num_test_episodes = 12, 4
-    config.model.num_hidden_layers = 1      # the suite checks that every cell runs, not what it learns
+    config.model.checkpoint, config.model.num_hidden_layers = "", 1  # the suite checks every cell runs, not what it learns
     config.sft.num_steps, config.sft.checkpoint_every = 10, 10
     config.rl.iterations, config.rl.checkpoint_every = 2, 2
     config.eval.max_steps = 4

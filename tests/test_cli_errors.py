@@ -87,7 +87,7 @@ CASES = [
     ("recipe_typo", ["--config=configs/quickstrat.py"], ["no such recipe file", "configs/quickstart.py"]),
     ("no_config", [], ["--config is required", "configs/quickstart.py"]),
     ("positional", [Q, "sft.num_steps=3"], ["unexpected argument", "--config.<field>=<value>"]),
-    ("evaluate_no_weights", [E], ["eval.checkpoint_dir", "eval.untrained=True"]),
+    ("evaluate_no_weights", [E, "--config.model.checkpoint="], ["eval.checkpoint_dir", "eval.untrained=True"]),
     ("evaluate_missing_dir", [E, "--config.eval.checkpoint_dir={tmp}/runs/nope/checkpoints"],
      ["config.eval.checkpoint_dir", "no such directory"]),
     ("evaluate_one_level_up", [E, "--config.eval.checkpoint_dir={tmp}/runs/qs"],

@@ -65,6 +65,25 @@ class StageProfiler:
                          f"peak {v['peak_rss_mb_after']} MB)" for n, v in self.stages.items())
 
 
+def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
+    """The episodes semi-online RL draws its tasks from: the SFT's, or with data.rl_train_episodes = N above
+    data.num_train_episodes the first N of the same train-split selection (the SFT's first: the selection is a
+    round-robin over templates, so a longer one extends a shorter), cached under <workdir>/rl_pool. An SFT
+    start that has fitted its own episodes leaves RL on them no failures to learn from."""
+    n = int(config.data.get("rl_train_episodes", 0))
+    if n <= len(sft_episodes):
+        return sft_episodes
+    pool = config.copy_and_resolve_references()
+    pool.data.num_train_episodes = n
+    episodes = prepare(pool, os.path.join(workdir, "rl_pool"), sides=("train",))[2]
+    if [e.episode_id for e in episodes[:len(sft_episodes)]] != [e.episode_id for e in sft_episodes]:
+        raise RuntimeError(f"the RL pool's first {len(sft_episodes)} episodes are not the SFT's: the task selection "
+                           f"no longer extends a shorter one (jobs/common.py select_tasks)")
+    print(f"semi-online RL draws from {len(episodes)} train episodes ({len(episodes) - len(sft_episodes)} unseen "
+          f"by SFT)")
+    return episodes
+
+
 def run(config, workdir: str) -> None:
     start, cpu_start = time.time(), time.process_time()
     prof = StageProfiler()
@@ -107,13 +126,14 @@ def run(config, workdir: str) -> None:
     stage_eval("sft", config.sft.num_steps)
     sft_params = agent.copy_params()
     compare_to = {}
+    rl_eps = rl_episodes(config, workdir, train_eps)
     if config.get("offline_rl_baseline"):
-        timed("train_offline_rl", train_offline_rl, agent, train_eps, pcfg, config.rl,
+        timed("train_offline_rl", train_offline_rl, agent, rl_eps, pcfg, config.rl,
               workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params)
         stage_eval("offline_rl", config.sft.num_steps + config.rl.iterations)
         agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
         compare_to = {"offline_rl": "sft", "semi_online_rl": "sft"}
-    timed("train_semi_online_rl", train_semi_online, agent, train_eps, pcfg, config.rl,
+    timed("train_semi_online_rl", train_semi_online, agent, rl_eps, pcfg, config.rl,
           workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
     stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
     logger.plot()

@@ -30,7 +30,7 @@ def tiny_config(**eval_fields):
     c.base_eval.n = N
     c.data.templates = ("music.play", "tasks.complete")
     c.data.num_test_episodes = 2
-    c.model.num_hidden_layers = 1
+    c.model.checkpoint, c.model.num_hidden_layers = "", 1
     c.model.max_new_tokens = 4   # the random model never stops early; 4 tokens keep the test short
     for k, v in eval_fields.items():
         c.eval[k] = v

@@ -44,7 +44,7 @@ def tiny_eval_config(**eval_fields):
     c = mod.get_config()
     c.data.num_train_episodes, c.data.num_test_episodes = 1, 1
     c.data.templates = ("music.play",)
-    c.model.num_hidden_layers = 1
+    c.model.checkpoint, c.model.num_hidden_layers = "", 1
     for k, v in eval_fields.items():
         c.eval[k] = v
     return c

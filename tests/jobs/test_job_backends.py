@@ -22,7 +22,7 @@ from support.fake_policy import goal_and_step
 
 TINY = {"data.num_train_episodes": 2, "data.num_test_episodes": 1, "data.templates": ("music.play",),
         "data.train_seed_range": (0, 4), "data.test_seed_range": (1000, 1002), "data.resolution": (112, 252),
-        "model.num_hidden_layers": 1, "model.vision_depth": 1, "model.max_new_tokens": 8}
+        "model.checkpoint": "", "model.num_hidden_layers": 1, "model.vision_depth": 1, "model.max_new_tokens": 8}
 TYPES = ("SystemWifiTurnOn", "ClockStopWatchRunning")
 GOAL_TYPE = {g["goal"]: t for t, goals in RESPONSES["GET /task/goal"].items() for g in goals}
 MISS = Action("click", x=5.0, y=5.0)

@@ -66,3 +66,16 @@ def test_screen_variants_repeat_train_goals_on_other_screens_and_leave_test_alon
     assert screen_variants(base_train, range(40), 1) == list(base_train)
     with pytest.raises(ValueError, match="per_instance must be >= 1, got 0"):
         screen_variants(base_train, range(40), 0)
+
+
+def test_rl_pool_extends_the_sft_episodes_with_tasks_sft_never_saw(tmp_path):
+    from gui_jax.jobs.quickstart import rl_episodes
+    config = _config(**{"data.num_train_episodes": 12, "data.num_test_episodes": 4})
+    _, _, sft_eps, _ = prepare(config, str(tmp_path), sides=("train",))
+    assert rl_episodes(config, str(tmp_path), sft_eps) is sft_eps          # rl_train_episodes = 0: the SFT's
+    config.data.rl_train_episodes = 30
+    pool = rl_episodes(config, str(tmp_path), sft_eps)
+    assert len(pool) == 30 and [e.episode_id for e in pool[:12]] == [e.episode_id for e in sft_eps]
+    assert len({e.episode_id for e in pool}) == 30                          # 18 further, distinct tasks
+    assert len(list((tmp_path / "rl_pool" / "episodes" / "train").iterdir())) >= 30   # cached beside the run
+    assert [e.episode_id for e in rl_episodes(config, str(tmp_path), sft_eps)] == [e.episode_id for e in pool]

@@ -24,7 +24,7 @@ TINY = [
     "--config.data.num_train_episodes=2", "--config.data.num_test_episodes=1",
     "--config.data.templates=('music.play','tasks.complete')", "--config.data.train_seed_range=(0,4)",
     "--config.data.test_seed_range=(1000,1002)",
-    "--config.model.num_hidden_layers=1", "--config.model.max_new_tokens=6", "--config.model.sample_batch_size=4",
+    "--config.model.checkpoint=", "--config.model.num_hidden_layers=1", "--config.model.max_new_tokens=6", "--config.model.sample_batch_size=4",
     f"--config.sft.num_steps={SFT_STEPS}", "--config.sft.batch_size=2", "--config.sft.micro_batch_size=2",
     "--config.sft.warmup_steps=2", "--config.sft.checkpoint_every=2",
     f"--config.rl.iterations={RL_ITERS}", "--config.rl.episodes_per_iteration=2", "--config.rl.num_rollouts=2",

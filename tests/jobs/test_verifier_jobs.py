@@ -24,7 +24,7 @@ from gui_jax.jobs import verifier_eval as ve
 
 TINY = {"data.num_train_episodes": 2, "data.num_test_episodes": 2, "data.templates": ("music.play", "tasks.complete"),
         "data.train_seed_range": (0, 4), "data.test_seed_range": (1000, 1002), "data.resolution": (112, 252),
-        "model.num_hidden_layers": 1, "model.vision_depth": 1, "model.max_new_tokens": 8}
+        "model.checkpoint": "", "model.num_hidden_layers": 1, "model.vision_depth": 1, "model.max_new_tokens": 8}
 Z = 1.959963984540054
 TASKS = [make_task("music.play", 400), make_task("tasks.complete", 400), make_task("clock.alarm_toggle", 402)]
 ORACLE_AT = 2   # index of the oracle's action among the proposals

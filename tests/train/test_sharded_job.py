@@ -52,7 +52,7 @@ def _worker():
 
     def config(fsdp, tensor):
         c = ml_collections.ConfigDict({"model": model_block("tiny"), "mesh": mesh_block(), "rl": rl_block()})
-        c.model.num_hidden_layers = 2
+        c.model.checkpoint, c.model.num_hidden_layers = "", 2
         c.model.max_new_tokens = 8
         c.mesh.fsdp, c.mesh.tensor = fsdp, tensor
         c.mesh.compute_dtype = c.mesh.sampler_dtype = "float32"   # parity to 1e-5 needs float32 math

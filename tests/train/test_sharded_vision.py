@@ -42,7 +42,7 @@ def _worker():
 
     def config(fsdp, tensor, per_row):
         c = ml_collections.ConfigDict({"model": model_block("tiny"), "mesh": mesh_block(), "rl": rl_block()})
-        c.model.num_hidden_layers = 2
+        c.model.checkpoint, c.model.num_hidden_layers = "", 2
         c.model.attention_impl = "xla"
         c.model.vision_per_row = per_row
         c.mesh.fsdp, c.mesh.tensor = fsdp, tensor
