@@ -270,6 +270,11 @@ def _cross_checks(config) -> None:
         if e.get("checkpoint_dir") and e.get("untrained", False):
             raise ConfigError("config.eval.untrained = True: contradicts eval.checkpoint_dir "
                               f"{e.checkpoint_dir!r}; set one of them")
+    sft = config.get("sft")
+    if (sft is not None and sft.get("schedule") == "cosine" and sft.get("num_steps", 0) > 0
+            and sft.get("warmup_steps", 0) >= sft.num_steps):
+        _fail("sft.warmup_steps", sft.warmup_steps, f"a cosine schedule decays after the warm-up: needs fewer "
+              f"warm-up steps than sft.num_steps ({sft.num_steps})")
     for block in ("sft", "rl", "reasoning"):
         b = config.get(block)
         if b is None or not b.get("packing", False):

@@ -80,7 +80,7 @@ config.offline_rl_baseline = True
 if SMALL:
     config.data.num_train_episodes, config.data.num_test_episodes, config.data.rl_train_episodes = 12, 4, 0
     config.model.checkpoint, config.model.num_hidden_layers = "", 1  # the suite checks every cell runs, not what it learns
-    config.sft.num_steps, config.sft.checkpoint_every = 10, 10
+    config.sft.num_steps, config.sft.checkpoint_every, config.sft.warmup_steps = 10, 10, 2
     config.rl.iterations, config.rl.checkpoint_every = 2, 2
     config.eval.max_steps = 4
 WORKDIR = "runs/notebook_ui_s1"

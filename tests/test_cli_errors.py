@@ -85,6 +85,8 @@ CASES = [
     ("reward_preset", [Q, "--config.rl.reward_preset=papers"], ["config.rl.reward_preset", "'paper'"]),
     ("unknown_flag", [Q, "--workdr=/tmp/x"], ["unknown flag --workdr", "'--workdir'"]),
     ("recipe_typo", ["--config=configs/quickstrat.py"], ["no such recipe file", "configs/quickstart.py"]),
+    ("cosine_warmup", [Q, "--config.sft.num_steps=10"], ["config.sft.warmup_steps = 20", "fewer warm-up steps than "
+                                                         "sft.num_steps (10)"]),
     ("no_config", [], ["--config is required", "configs/quickstart.py"]),
     ("positional", [Q, "sft.num_steps=3"], ["unexpected argument", "--config.<field>=<value>"]),
     ("evaluate_no_weights", [E, "--config.model.checkpoint="], ["eval.checkpoint_dir", "eval.untrained=True"]),

@@ -70,7 +70,7 @@ def test_screen_variants_repeat_train_goals_on_other_screens_and_leave_test_alon
 
 def test_rl_pool_extends_the_sft_episodes_with_tasks_sft_never_saw(tmp_path):
     from gui_jax.jobs.quickstart import rl_episodes
-    config = _config(**{"data.num_train_episodes": 12, "data.num_test_episodes": 4})
+    config = _config(**{"data.num_train_episodes": 12, "data.num_test_episodes": 4, "data.rl_train_episodes": 0})
     _, _, sft_eps, _ = prepare(config, str(tmp_path), sides=("train",))
     assert rl_episodes(config, str(tmp_path), sft_eps) is sft_eps          # rl_train_episodes = 0: the SFT's
     config.data.rl_train_episodes = 30
