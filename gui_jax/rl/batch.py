@@ -42,7 +42,7 @@ DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 30
                           12288, 16384)
 RESPONSE_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 DEFAULT_ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-PACKED_MIN_RESPONSE = 64  # response slots per packed row at least (make_micro_batches: one shape per call)
+PACKED_MIN_RESPONSE = 64  # response slots per packed row at least (make_micro_batches: fewer distinct shapes)
 
 
 @dataclasses.dataclass
