@@ -302,11 +302,14 @@ def verify_episode_folder(folder: str, task_ids: Sequence[str]):
     return store
 
 
-def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None):
+def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None, pixels: str = "eager"):
     """The expert episodes of `tasks`: loaded from `folder` if it is a complete cache for `key`
-    (verified by the store), else generated, written one by one and keyed."""
-    from gui_jax.core.serialize import save_episode
+    (verified by the store), else generated, written one by one and keyed. pixels='lazy': observations
+    keep their screenshots in the PNGs (`PngObservation`), for prompts that never show them."""
+    from gui_jax.core.serialize import PIXELS, load_episode, save_episode
     from gui_jax.tasks.generate import generate_episodes
+    if pixels not in PIXELS:
+        raise ValueError(f"pixels must be one of {PIXELS}, got {pixels!r}")
     key = key if key is not None else {"resolution": list(resolution), "task_ids": [t.task_id for t in tasks]}
     task_ids = [t.task_id for t in tasks]
     if check_episode_cache(folder, key):  # verified against the task ids stored with the key
@@ -315,15 +318,16 @@ def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None)
             raise StaleEpisodesError(f"{folder} was made for other tasks than these settings select now "
                                      f"(the task registry changed?); use --overwrite to regenerate it")
         from gui_jax.data.episode_store import EpisodeStore
-        return list(EpisodeStore(folder, use_index=False))
+        store = EpisodeStore(folder, use_index=False)
+        return [load_episode(store.path(i), pixels) for i in range(len(store))]
     if len(set(task_ids)) != len(task_ids):
         dup = sorted({t for t in task_ids if task_ids.count(t) > 1})
         raise StaleEpisodesError(f"the selected tasks repeat {dup[:3]}: episode ids must be unique")
     write_cache_key(folder, key, task_ids=task_ids, complete=False)
     eps = []
     for i, ep in enumerate(generate_episodes(tasks, resolution=tuple(resolution), progress=True)):
-        save_episode(ep, os.path.join(folder, f"{i:06d}"))
-        eps.append(ep)
+        path = save_episode(ep, os.path.join(folder, f"{i:06d}"))
+        eps.append(ep if pixels == "eager" else load_episode(path, pixels))
     verify_episode_folder(folder, task_ids)
     write_cache_key(folder, key, task_ids=task_ids, complete=True)
     return eps
@@ -356,9 +360,16 @@ def _no_tasks_message(side: str, tasks, d) -> str:
             f"the {side} side has {len(tasks)} tasks from {len(have)} templates")
 
 
+def episode_pixels(config) -> str:
+    """'lazy' when the recipe's prompts never show a screenshot (prompt.observation ui_text or xml): the
+    episodes' pixels then stay on disk; 'eager' otherwise."""
+    prompt = config.get("prompt")
+    return "lazy" if prompt is not None and prompt.get("observation") in ("ui_text", "xml") else "eager"
+
+
 def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
     """(train_tasks, test_tasks, train_eps, test_eps) of the configured split; a side not in `sides`
-    gets its tasks but no episodes (an empty list)."""
+    gets its tasks but no episodes (an empty list). Pixels as `episode_pixels(config)`."""
     from gui_jax.tasks.splits import make_split, screen_variants
     d = config.data
     # An instance split is per template: built over the configured templates only, it selects the same
@@ -378,7 +389,8 @@ def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
         if side in sides and not selected[side]:
             raise RunError(_no_tasks_message(side, pool, d))
         episodes[side] = (load_or_generate(selected[side], os.path.join(workdir, "episodes", side), d.resolution,
-                                           key=episode_key(config, side)) if side in sides else [])
+                                           key=episode_key(config, side), pixels=episode_pixels(config))
+                           if side in sides else [])
     return selected["train"], selected["test"], episodes["train"], episodes["test"]
 
 

@@ -3,6 +3,7 @@ checkpoints, and turning sampled generations into training samples."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable, Optional, Sequence
 
 import jax
@@ -216,6 +217,7 @@ class RLRun:
         the metrics of all the steps together (`aggregate_update_metrics`)."""
         if not samples:
             return {}
+        start = time.perf_counter()
         n_mb = max(1, min(self.cfg.get("num_mini_batches", 1), len(samples)))
         size = -(-len(samples) // n_mb)
         mini = [micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref)
@@ -228,7 +230,9 @@ class RLRun:
             self.state, metrics = self.updater.step(self.state, mbs)
             per_step.append(metrics)
         self.agent.set_params(self.state.params)
-        return aggregate_update_metrics(per_step)
+        out = aggregate_update_metrics(per_step)  # floats: waits for the steps to finish
+        out["update_seconds"] = time.perf_counter() - start
+        return out
 
     def end_iteration(self, metrics: dict) -> None:
         self.iteration += 1

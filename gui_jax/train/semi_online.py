@@ -8,6 +8,7 @@ advantage = group-standardised step reward (groups keyed by (episode, step)).
 """
 from __future__ import annotations
 
+import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -98,6 +99,7 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
     target_groups = min(cfg.episodes_per_iteration, len(episodes))
     while run.running:
         groups, stats = [], {"reward": [], "exact": [], "tries": 0, "steps": 0}
+        start = time.perf_counter()
         for attempt in range(max(cfg.dynamic_sampling_max_tries, 1)):
             steps, adv, _, keep = semi_online_batch(agent, episodes, run.next_episodes(), pcfg, cfg,
                                                     seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt,
@@ -119,7 +121,8 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
         advs = [a for grp in groups for _, a in grp]
         metrics = {"reward_mean": float(np.mean(stats["reward"])), "step_match": float(np.mean(stats["exact"])),
                    "kept_groups": len(groups), "sampling_tries": stats["tries"],
-                   "sampling_short": float(len(groups) < target_groups), "rollout_steps": stats["steps"]}
+                   "sampling_short": float(len(groups) < target_groups), "rollout_steps": stats["steps"],
+                   "rollout_seconds": time.perf_counter() - start}
         metrics.update(run.update(samples_from_generations(gens, advs)))
         run.end_iteration(metrics)
     return run.close()

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from gui_jax.core.serialize import (EpisodeFormatError, load_episode, load_episodes, load_trajectory,
-                                    save_episode, save_episodes, save_trajectory)
+from gui_jax.core.serialize import (EpisodeFormatError, PngObservation, load_episode, load_episodes,
+                                    load_trajectory, save_episode, save_episodes, save_trajectory)
 from gui_jax.core.types import Action, Episode, Observation, Step, Trajectory, UIElement
 
 
@@ -41,6 +41,27 @@ def test_episode_round_trip_bitwise(tmp_path):
     save_episode(back, tmp_path / "f")
     for p in sorted((tmp_path / "e").iterdir()):
         assert p.read_bytes() == (tmp_path / "f" / p.name).read_bytes(), p.name
+
+
+def test_lazy_pixels_load_the_same_episode_and_pickle_to_plain_observations(tmp_path):
+    """pixels='lazy' keeps screenshots in their PNGs: equal episode, bitwise pixels on access, read-only
+    shared arrays, a plain Observation after pickling; a missing PNG is named at load time."""
+    import pickle
+    ep = _episode(np.random.default_rng(4))
+    save_episode(ep, tmp_path / "e")
+    lazy = load_episode(tmp_path / "e", pixels="lazy")
+    assert all(type(o) is PngObservation for o in lazy.observations)
+    assert "screenshot" not in vars(lazy.observations[0])  # nothing decoded while loading
+    assert lazy == ep
+    shot = lazy.observations[1].screenshot
+    assert shot.tobytes() == ep.observations[1].screenshot.tobytes() and not shot.flags.writeable
+    back = pickle.loads(pickle.dumps(lazy.observations[2]))
+    assert type(back) is Observation and back == ep.observations[2] and back.screenshot.flags.writeable
+    with pytest.raises(ValueError, match="pixels must be one of"):
+        load_episode(tmp_path / "e", pixels="none")
+    (tmp_path / "e" / "obs_0001.png").unlink()
+    with pytest.raises(EpisodeFormatError, match="observation 1: screenshot .*obs_0001.png is missing"):
+        load_episode(tmp_path / "e", pixels="lazy")
 
 
 def test_many_episodes_and_trajectory(tmp_path):

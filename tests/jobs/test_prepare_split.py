@@ -79,3 +79,20 @@ def test_rl_pool_extends_the_sft_episodes_with_tasks_sft_never_saw(tmp_path):
     assert len({e.episode_id for e in pool}) == 30                          # 18 further, distinct tasks
     assert len(list((tmp_path / "rl_pool" / "episodes" / "train").iterdir())) >= 30   # cached beside the run
     assert [e.episode_id for e in rl_episodes(config, str(tmp_path), sft_eps)] == [e.episode_id for e in pool]
+
+
+def test_text_prompts_keep_pixels_on_disk_and_load_the_same_episodes(tmp_path):
+    """prompt.observation ui_text: prepare's episodes are PngObservation-backed, freshly generated and from
+    the cache alike, and equal to the eagerly loaded ones; a screenshot recipe keeps its pixels in memory."""
+    from gui_jax.core.serialize import PngObservation, load_episode
+    from gui_jax.jobs.common import episode_pixels
+    config = _config(**{"data.num_train_episodes": 6, "data.num_test_episodes": 2})
+    assert config.prompt.observation == "ui_text" and episode_pixels(config) == "lazy"
+    assert episode_pixels(load_config("configs/ui_s1_7b.py")) == "eager"
+    _, _, fresh, _ = prepare(config, str(tmp_path), sides=("train",))
+    _, _, cached, _ = prepare(config, str(tmp_path), sides=("train",))
+    folders = sorted((tmp_path / "episodes" / "train").glob("0*"))
+    eager = [load_episode(f) for f in folders]
+    for eps in (fresh, cached):
+        assert all(type(o) is PngObservation for e in eps for o in e.observations)
+        assert eps == eager

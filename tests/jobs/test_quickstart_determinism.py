@@ -40,7 +40,11 @@ def test_quickstart_twice_identical(tmp_path):
         outs.append((json.loads((workdir / "results.json").read_text()), (workdir / "results.md").read_text(),
                      [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]))
     (a, md_a, log_a), (b, md_b, log_b) = outs
-    # every logged training number (SFT loss, grad norms, RL rewards and losses) repeats bit for bit
+    # every logged training number (SFT loss, grad norms, RL rewards and losses) repeats bit for bit; metrics
+    # with "seconds" in their names are wall-clock times (rl/rollout_seconds, rl/update_seconds): present only
+    assert [(r["name"], r["step"]) for r in log_a] == [(r["name"], r["step"]) for r in log_b]
+    assert "rl/rollout_seconds" in {r["name"] for r in log_a}
+    log_a, log_b = ([r for r in log if "seconds" not in r["name"]] for log in (log_a, log_b))
     assert len(log_a) == len(log_b) > 20
     for x, y in zip(log_a, log_b):
         same = x == y or (x["name"] == y["name"] and x["step"] == y["step"] and math.isnan(x["value"])

@@ -109,3 +109,4 @@ def test_update_recomputes_old_logprobs_and_reports_all_mini_batches(episodes, t
     assert metrics["tokens"] == sum(s.response_ids.size for s in samples)
     assert abs(metrics["ratio_mean"] - 1.0) < 1e-6 and abs(metrics["approx_kl"]) < 1e-6
     assert metrics["clip_frac"] == 0.0
+    assert 0.0 < metrics["update_seconds"] < 600.0  # the update's wall time (rollouts: rollout_seconds)
