@@ -95,6 +95,10 @@ def get_config():
     c.rl.row_length = 512
     c.rl.micro_batch_size = 6               # packed rows per micro-batch
     c.rl.kl_coef = 1e-4
+    # UI-S1's matcher takes any piece of the expert's answer as a match; from the base, 120 iterations on it
+    # taught the policy to answer "The" for "The meeting moved to Friday" (online SR 0.677 -> 0.589):
+    # experiments/results/quickstart_from_base.md. The reward asks for the whole answer.
+    c.rl.text_match = "exact"
     c.rl.checkpoint_every = 4
 
     c.eval = ml_collections.ConfigDict({

@@ -39,9 +39,15 @@ def normalize_text(text: Optional[str]) -> str:
     return (text or "").strip().lower()
 
 
-def text_match(pred: Optional[str], expert: Optional[str]) -> bool:
-    """Substring either way after lowercase + strip. An empty prediction matches only empty."""
+def text_match(pred: Optional[str], expert: Optional[str], rule: str = "substring") -> bool:
+    """After lowercase + strip: rule 'substring' (UI-S1's matcher) = either contains the other, so any non-empty
+    piece of the expert's text matches (a policy trained on it learns to answer "The" for "The meeting moved to
+    Friday"); 'exact' = equal. An empty prediction matches only empty."""
     p, e = normalize_text(pred), normalize_text(expert)
+    if rule == "exact":
+        return p == e
+    if rule != "substring":
+        raise ValueError(f"unknown text-match rule {rule!r}; known: substring, exact")
     if not p:
         return not e
     return p in e or e in p
@@ -69,8 +75,9 @@ def _point(action: Action, elements: Optional[Sequence[BBox]]) -> Optional[tuple
 def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float],
                  expert_bbox: Optional[BBox] = None, bbox_scale: float = 1.2,
                  dist_threshold: float = 0.04,
-                 elements: Optional[Sequence[BBox]] = None) -> tuple[bool, bool]:
-    """(type_match, exact_match) of `pred` against `expert` (docs/algorithms.md §1 rules).
+                 elements: Optional[Sequence[BBox]] = None, text_rule: str = "substring") -> tuple[bool, bool]:
+    """(type_match, exact_match) of `pred` against `expert` (docs/algorithms.md §1 rules; text actions by
+    `text_match(..., text_rule)`).
 
     image_size: (width, height) used to normalise coordinates. expert_bbox: the expert's
     target element bounds (pixels) or None. elements: optional element-index → bbox table
@@ -95,7 +102,7 @@ def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float
         dist = math.hypot((p[0] - e[0]) / w, (p[1] - e[1]) / h)
         return True, dist <= dist_threshold + 1e-12
     if t in _TEXT_TYPES:
-        return True, text_match(pred.text, expert.text)
+        return True, text_match(pred.text, expert.text, text_rule)
     if t == "system_button":
         return True, normalize_text(pred.button) == normalize_text(expert.button)
     # wait, terminate: the type alone decides.

@@ -72,7 +72,8 @@ def judge_response(text: str, dialect: str, expert: Action, *, image_size: tuple
                    require_thought: bool = True, bbox_scale: float = 1.2,
                    dist_threshold: float = 0.04,
                    elements: Optional[Sequence[BBox]] = None,
-                   pred_transform: Optional[Callable[[Action], Action]] = None) -> StepJudgement:
+                   pred_transform: Optional[Callable[[Action], Action]] = None,
+                   text_rule: str = "substring") -> StepJudgement:
     """Parses `text` in `dialect`, matches against `expert`, returns reward and flags.
 
     pred_transform maps the parsed action into the expert's coordinate frame (e.g. model image
@@ -86,6 +87,7 @@ def judge_response(text: str, dialect: str, expert: Action, *, image_size: tuple
     format_ok = bool(thought.strip()) if require_thought else True
     matched_action = pred_transform(action) if pred_transform is not None else action
     tm, em = match_action(matched_action, expert, image_size=image_size, expert_bbox=expert_bbox,
-                          bbox_scale=bbox_scale, dist_threshold=dist_threshold, elements=elements)
+                          bbox_scale=bbox_scale, dist_threshold=dist_threshold, elements=elements,
+                          text_rule=text_rule)
     r = float(step_reward_from_flags([True], [format_ok], [tm], [em], preset)[0])
     return StepJudgement(r, True, format_ok, tm, em, thought=thought, action=action)

@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 from gui_jax.core.dialects import ActionParseError, parse_response, scale_action_to_screen
 from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode, Observation
+from gui_jax.rewards.names import TEXT_MATCH_RULES
 from gui_jax.rewards.rules import dialect_requires_thought, judge_response
 from gui_jax.rl.policy import Generation, Policy
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_image_size
@@ -36,10 +37,13 @@ class SemiOnlineConfig:
     require_thought: Optional[bool] = None  # None: as the dialect (a thought field → required)
     bbox_scale: float = 1.2               # matcher: expert bbox enlarged about its centre
     dist_threshold: float = 0.04          # matcher: normalised L2 radius around the expert point
+    text_match: str = "substring"         # matcher: text actions (core/matcher.py text_match)
 
     def __post_init__(self):
         if self.patch_strategy not in PATCH_STRATEGIES:
             raise ValueError(f"unknown patch strategy {self.patch_strategy!r}; known: {PATCH_STRATEGIES}")
+        if self.text_match not in TEXT_MATCH_RULES:
+            raise ValueError(f"unknown text-match rule {self.text_match!r}; known: {TEXT_MATCH_RULES}")
 
 
 @dataclasses.dataclass
@@ -67,7 +71,7 @@ def judge_step(text: str, ep: Episode, t: int, pcfg: PromptConfig, scfg: SemiOnl
     return judge_response(text, pcfg.dialect, ep.actions[t], image_size=obs.screen_size,
                           expert_bbox=ep.target_bboxes[t], preset=scfg.reward_preset,
                           require_thought=require, bbox_scale=scfg.bbox_scale,
-                          dist_threshold=scfg.dist_threshold, elements=element_table(obs),
+                          dist_threshold=scfg.dist_threshold, elements=element_table(obs), text_rule=scfg.text_match,
                           pred_transform=lambda a: scale_action_to_screen(label_to_element(a, obs.ui_elements),
                                                                           image_size, obs.screen_size))
 

@@ -18,7 +18,7 @@ from gui_jax.core.dialects import DIALECTS
 from gui_jax.models.builtin import is_builtin, resolve_checkpoint
 from gui_jax.rl.names import (AGGREGATIONS, HISTORY_MODES, KL_KINDS, OBSERVATION_MODES, PATCH_STRATEGIES, TARGETS,
                               TOKENIZERS)
-from gui_jax.rewards.names import REWARD_PRESETS
+from gui_jax.rewards.names import REWARD_PRESETS, TEXT_MATCH_RULES
 
 PRESETS = ("tiny", "3b", "7b", "32b", "72b")             # models/qwen2_5_vl/config.py _PRESETS (test_cli_errors)
 SCHEDULES = ("constant", "cosine")                        # train/state.py make_optimizer
@@ -178,6 +178,9 @@ RL = Block("rl", [
       boolean(optional=True), nullable=bool),
     F("bbox_scale", 1.2, "matcher: expert bbox enlargement about its centre", number(0.0, lo_open=True)),
     F("dist_threshold", 0.04, "matcher: normalised distance to the expert point", number(0.0)),
+    F("text_match", "substring", "matcher: text actions (type / answer / open), after lowercase + strip: "
+      "substring (UI-S1: either contains the other; a truncated answer matches) | exact (equal)",
+      choice(TEXT_MATCH_RULES)),
     F("episode_level", "paper", "episode-level advantage: paper (Eq. 11) | code (per-step rewards)",
       choice(EPISODE_LEVELS)),
     F("patch_aux_checkpoint", "", "off_policy patches: the auxiliary thought model's Hugging Face folder", text()),

@@ -29,7 +29,8 @@ def scfg_from(cfg) -> SemiOnlineConfig:
     return SemiOnlineConfig(num_rollouts=cfg.num_rollouts, patch_strategy=cfg.patch_strategy,
                             patch_threshold=cfg.patch_threshold, temperature=cfg.temperature,
                             reward_preset=cfg.reward_preset, require_thought=cfg.get("require_thought"),
-                            bbox_scale=cfg.get("bbox_scale", 1.2), dist_threshold=cfg.get("dist_threshold", 0.04))
+                            bbox_scale=cfg.get("bbox_scale", 1.2), dist_threshold=cfg.get("dist_threshold", 0.04),
+                            text_match=cfg.get("text_match", "substring"))
 
 
 def aux_policy_from(agent, cfg):

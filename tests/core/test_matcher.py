@@ -56,6 +56,20 @@ def test_text_substring_both_ways(t):
     assert match_action(Action(t, text="  "), e, image_size=IMG) == (True, False)
 
 
+@pytest.mark.parametrize("t", ["type", "answer", "open"])
+def test_exact_text_rule_rejects_truncations_and_padding(t):
+    """text_rule='exact' (rl.text_match): equal after lowercase + strip; the pieces the substring rule accepts
+    (the truncated answers a policy learned to give under it) earn no match."""
+    e = Action(t, text="The meeting moved to Friday")
+    assert match_action(Action(t, text=" the MEETING moved to friday "), e, image_size=IMG,
+                        text_rule="exact") == (True, True)
+    for piece in ("The", "The meeting", "the meeting moved to friday, ok"):
+        assert match_action(Action(t, text=piece), e, image_size=IMG) == (True, True)
+        assert match_action(Action(t, text=piece), e, image_size=IMG, text_rule="exact") == (True, False)
+    with pytest.raises(ValueError, match="unknown text-match rule 'fuzzy'"):
+        match_action(Action(t, text="x"), e, image_size=IMG, text_rule="fuzzy")
+
+
 def test_scroll_swipe_direction_conversion():
     # Finger swipes up (y decreases) → content scrolls down.
     up_finger = Action("swipe", x=500, y=1500, x2=500, y2=500)

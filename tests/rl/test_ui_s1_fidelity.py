@@ -198,3 +198,26 @@ def test_one_curriculum_advancing_one_stage_per_evaluation():
     assert C.DEFAULT_SWITCH_ITERATIONS == (50, 100) and C.stage_at(49) == 0 and C.stage_at(50) == 1
     with pytest.raises(ValueError, match="strictly increasing"):
         C.Curriculum(switch_iterations=(20, 20))
+
+
+def test_quickstart_rewards_the_whole_answer_only():
+    """configs/quickstart.py sets rl.text_match='exact': on a messages.last_message answer step the expert's
+    answer earns the full paper reward (1.0) and a truncation of it the type reward only (0.5); under UI-S1's
+    substring rule (the rl block's default) the truncation earned 1.0 too."""
+    from gui_jax.envs.sim import make_task
+    from gui_jax.jobs import load_config
+    from gui_jax.tasks.generate import generate_episodes
+    config = load_config("configs/quickstart.py")
+    assert config.rl.text_match == "exact" and rl_block().text_match == "substring"
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    (ep,) = list(generate_episodes([make_task("messages.last_message", 1000)], resolution=(112, 252)))
+    t = next(s for s, a in enumerate(ep.actions) if a.type == "answer")
+    answer = ep.actions[t].text
+    assert len(answer.split()) >= 2
+    whole = '<think></think>\n<action>{"action": "answer", "text": "%s"}</action>' % answer
+    piece = '<think></think>\n<action>{"action": "answer", "text": "%s"}</action>' % answer.split()[0]
+    paper_rule = config.rl.copy_and_resolve_references()
+    paper_rule.text_match = "substring"
+    rewards = {name: [judge_step(r, ep, t, pcfg, scfg_from(cfg)).reward for r in (whole, piece)]
+               for name, cfg in (("exact", config.rl), ("substring", paper_rule))}
+    assert rewards == {"exact": [1.0, 0.5], "substring": [1.0, 1.0]}
