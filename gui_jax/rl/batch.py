@@ -57,6 +57,7 @@ class TrainSample:
     pixel_values: Optional[np.ndarray] = None   # [patches, D]
     image_grid_thw: Optional[np.ndarray] = None  # [n_images, 3]
     pointers: Optional[np.ndarray] = None       # int32 [K, 4] attention targets (train/attention_pointers.py)
+    weight: float = 1.0                         # copies of this sample the loss counts (`merge_duplicates`)
 
     def __post_init__(self):
         self.prompt_ids = np.asarray(self.prompt_ids, np.int32).reshape(-1)
@@ -76,6 +77,30 @@ class TrainSample:
     def num_images(self) -> int:
         return 0 if self.image_grid_thw is None else int(np.asarray(self.image_grid_thw).reshape(-1, 3).shape[0])
 
+
+
+def merge_duplicates(samples: Sequence[TrainSample]) -> list[TrainSample]:
+    """Identical samples (prompt, response, images) whose advantages have the same sign, as one sample of weight
+    = their total weight and advantage = their weighted mean, in order of first occurrence.
+
+    Under token_mean aggregation the PPO-clip loss (dual clip included) and the KL term of such a merged sample
+    equal those of the copies exactly: for a fixed advantage sign each token's loss is linear in the advantage,
+    and the loss mask carries the weight into the sum and the denominator. GRPO groups repeat many steps (four
+    rollouts of one task share their first prompt and often their answer), so an update trains ~half the tokens.
+    """
+    merged: dict = {}
+    for s in samples:
+        key = (s.prompt_ids.tobytes(), s.response_ids.tobytes(), int(np.sign(s.advantage)),
+               None if s.pixel_values is None else np.asarray(s.pixel_values).tobytes(),
+               None if s.pointers is None else np.asarray(s.pointers).tobytes())
+        first = merged.get(key)
+        if first is None:
+            merged[key] = dataclasses.replace(s)
+            continue
+        w = first.weight + s.weight
+        first.advantage = (first.advantage * first.weight + s.advantage * s.weight) / w
+        first.weight = w
+    return list(merged.values())
 
 def bucket(n: int, buckets: Sequence[int], what: str) -> int:
     for b in sorted(buckets):
@@ -172,7 +197,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
             ids[i, resp] = s.response_ids
             attn[i, sl] = True
             seg[i, sl] = k + 1
-            loss_mask[i, resp] = 1.0
+            loss_mask[i, resp] = s.weight
             step_ids[i, resp] = k
             adv[i, resp] = s.advantage
             if s.old_logprobs is not None:

@@ -197,6 +197,9 @@ RL = Block("rl", [
     F("kl_kind", "low_var_kl", f"KL estimator: {' | '.join(KL_KINDS)}", choice(KL_KINDS)),
     F("aggregation", "token_mean", f"loss aggregation over tokens: {' | '.join(AGGREGATIONS)}",
       choice(AGGREGATIONS)),
+    F("merge_duplicates", True, "an update trains identical samples (same prompt and response, same advantage "
+      "sign) once, weighted by their count: the same token_mean loss and gradient in fewer tokens (token_mean "
+      "only)", boolean()),
     F("learning_rate", 1e-4, "learning rate", number(0.0, lo_open=True)),
     F("warmup_steps", 0, "linear warm-up steps", integer(0)),
     F("weight_decay", 0.0, "AdamW weight decay", number(0.0)),

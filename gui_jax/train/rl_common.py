@@ -11,7 +11,7 @@ import numpy as np
 from flax import nnx
 
 from gui_jax.core.progress import progress
-from gui_jax.rl.batch import TrainSample, make_micro_batches, model_forward_logprobs
+from gui_jax.rl.batch import TrainSample, make_micro_batches, merge_duplicates, model_forward_logprobs
 from gui_jax.rl.losses import combine_loss
 from gui_jax.rl.policy import Generation
 from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
@@ -114,7 +114,7 @@ def micro_batches(agent, samples: Sequence[TrainSample], cfg, ref: Optional[RefL
                                 micro_batch_size=cfg.micro_batch_size, packing=bool(cfg.get("packing", False)),
                                 row_length=cfg.get("row_length") or None):
         if ref is not None and cfg.kl_coef > 0:
-            b["ref_logp"] = ref(b) * b["loss_mask"]
+            b["ref_logp"] = ref(b) * (b["loss_mask"] > 0)  # the mask carries sample weights
         out.append(b)
     return out
 
@@ -218,13 +218,15 @@ class RLRun:
         if not samples:
             return {}
         start = time.perf_counter()
+        if self.cfg.get("merge_duplicates", False) and self.cfg.aggregation == "token_mean":
+            samples = merge_duplicates(samples)  # the same loss in fewer tokens (exact for token_mean only)
         n_mb = max(1, min(self.cfg.get("num_mini_batches", 1), len(samples)))
         size = -(-len(samples) // n_mb)
         mini = [micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref)
                 for k in range(0, len(samples), size)]
         if self.old_logp is not None:  # before any step: the steps donate (invalidate) the params
             for batch in (b for mbs in mini for b in mbs):
-                batch["old_logp"] = self.old_logp(batch, self.state.params) * batch["loss_mask"]
+                batch["old_logp"] = self.old_logp(batch, self.state.params) * (batch["loss_mask"] > 0)
         per_step = []
         for mbs in mini:
             self.state, metrics = self.updater.step(self.state, mbs)

@@ -110,3 +110,71 @@ def test_update_recomputes_old_logprobs_and_reports_all_mini_batches(episodes, t
     assert abs(metrics["ratio_mean"] - 1.0) < 1e-6 and abs(metrics["approx_kl"]) < 1e-6
     assert metrics["clip_frac"] == 0.0
     assert 0.0 < metrics["update_seconds"] < 600.0  # the update's wall time (rollouts: rollout_seconds)
+
+
+def test_merged_duplicates_give_the_copies_loss_and_gradient(episodes):
+    """merge_duplicates under token_mean: the PPO-clip + dual-clip + KL loss and its gradient equal those of the
+    copies, with ratios far from 1 (clipping active) and copies whose advantages differ (same sign merged,
+    opposite signs kept apart)."""
+    from flax import nnx
+
+    from gui_jax.rl.batch import TrainSample, merge_duplicates
+    from gui_jax.train.rl_common import micro_batches, rl_loss_fn
+    agent = _agent()
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
+    rng = np.random.default_rng(0)
+    samples = []
+    for ep, advs in zip(episodes, ((1.0, 0.5, -0.7), (-1.2, -0.3), (0.9,))):
+        gen = agent.policy.encode(build_messages(ep.goal, [], ep.observations[0], pcfg),
+                                  expert_response(ep.actions[0], ep.observations[0], pcfg, element=0))
+        r = gen.response_ids.size
+        old = rng.normal(-1.0, 0.8, r).astype(np.float32)  # ratios far from 1: clipped and dual-clipped tokens
+        ref = rng.normal(-1.5, 0.5, r).astype(np.float32)
+        samples += [TrainSample(gen.prompt_ids, gen.response_ids, advantage=a, old_logprobs=old, ref_logprobs=ref)
+                    for a in advs]
+    merged = merge_duplicates(samples)
+    assert [(s.weight, round(s.advantage, 6)) for s in merged] == [(2.0, 0.75), (1.0, -0.7), (2.0, -0.75),
+                                                                   (1.0, 0.9)]
+    cfg = rl_block()
+    cfg.kl_coef, cfg.dual_clip, cfg.packing, cfg.micro_batch_size, cfg.row_length = 0.1, 3.0, True, 2, 512
+    loss = rl_loss_fn(agent.graphdef, agent.rest, cfg)
+
+    def total(params, sample_list):
+        parts = [loss(params, b, None) for b in micro_batches(agent, sample_list, cfg, None)]
+        return sum(p[0] for p in parts) / sum(p[1] for p in parts)
+
+    params = nnx.state(agent.model, nnx.Param) if not hasattr(agent, "params") else agent.params
+    (a, ga), (b, gb) = (jax.value_and_grad(total)(params, s) for s in (samples, merged))
+    assert abs(float(a) - float(b)) < 1e-5 * max(1.0, abs(float(a)))
+    diff = max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))))
+               for x, y in zip(jax.tree.leaves(ga), jax.tree.leaves(gb)))
+    scale = max(float(np.max(np.abs(np.asarray(x)))) for x in jax.tree.leaves(ga))
+    assert diff < 1e-4 * scale, (diff, scale)
+
+
+def test_rl_update_merges_duplicates_by_default_with_the_same_metrics(episodes, tmp_path, monkeypatch):
+    """RLRun.update merges (rl.merge_duplicates, default on, token_mean): the metrics equal the unmerged
+    update's; step_token_mean trains every copy."""
+    import gui_jax.train.rl_common as rc
+    agent = _agent()
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
+    ep = episodes[0]
+    gen = agent.policy.encode(build_messages(ep.goal, [], ep.observations[0], pcfg),
+                              expert_response(ep.actions[0], ep.observations[0], pcfg, element=0))
+    samples = samples_from_generations([gen] * 4, [1.0, 0.5, -1.0, -0.5])
+    from gui_jax.rl import batch as rl_batch
+    seen = []
+
+    def counting(s):
+        seen.append(len(s))
+        return rl_batch.merge_duplicates(s)
+    monkeypatch.setattr(rc, "merge_duplicates", counting)
+    out = {}
+    for merge, agg in ((True, "token_mean"), (False, "token_mean"), (True, "step_token_mean")):
+        cfg = rl_block()
+        cfg.kl_coef, cfg.learning_rate, cfg.merge_duplicates, cfg.aggregation = 0.0, 0.0, merge, agg
+        out[(merge, agg)] = RLRun(agent, 1, cfg, workdir=str(tmp_path / f"{merge}{agg}"), prefix="rl").update(samples)
+    assert seen == [4]  # only the default (merge on, token_mean) merged
+    a, b = out[(True, "token_mean")], out[(False, "token_mean")]
+    assert a["tokens"] == b["tokens"] == 4 * gen.response_ids.size
+    assert abs(a["pg_loss"] - b["pg_loss"]) < 1e-6 and abs(a["ratio_mean"] - b["ratio_mean"]) < 1e-6
