@@ -273,11 +273,14 @@ class Sampler:
   def generate(self, prompts, *, attention_mask=None, pixel_values=None, image_grid_thw=None,
                max_new_tokens: int = 64, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
                seed: int | jax.Array = 0, stop_strings: Sequence[str] | None = None,
-               stop_token_sequences: Sequence[Sequence[int]] | None = None) -> SampleOutput:
+               stop_token_sequences: Sequence[Sequence[int]] | None = None,
+               copies: Sequence[int] | None = None) -> SampleOutput:
     """Samples up to `max_new_tokens` per prompt.
 
     prompts: list of token-id lists (any lengths), or a [B, L] array with `attention_mask` (any padding).
     temperature 0 = greedy; top_k 0 = off; top_p 1 = off. seed: int or a PRNG key.
+    copies: samples per prompt (default 1 each): each prompt is prefilled once and its KV cache copied to its
+    rows, which then decode independently; output rows are prompt 0's copies, then prompt 1's, ...
     """
     if max_new_tokens < 1:
       raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
@@ -285,6 +288,15 @@ class Sampler:
       raise ValueError("stop_strings need a detokenize function (Sampler(detokenize=...))")
     ids, mask, n = self._pad_prompts(prompts, attention_mask)
     bb, p = ids.shape
+    rows = None
+    if copies is not None:
+      copies = np.asarray(copies, np.int64).reshape(-1)
+      if copies.shape[0] != n or (copies < 1).any():
+        raise ValueError(f"copies needs one count >= 1 per prompt ({n} prompts), got {copies.tolist()}")
+      total = int(copies.sum())
+      rows = np.zeros((_bucket(total, self.batch_buckets, "batch size"),), np.int32)  # filler rows: row 0, done
+      rows[:total] = np.repeat(np.arange(n), copies)
+      n = total
     t = _bucket(max_new_tokens, self.new_token_buckets, "max_new_tokens")
 
     grid = None if image_grid_thw is None else np.asarray(image_grid_thw).reshape(-1, 3)
@@ -304,10 +316,11 @@ class Sampler:
     settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), self._banned)
     chunk = self.prefill_chunk if self.prefill_chunk and p > self.prefill_chunk else None
     dstate = _prefill_jit(self.graphdef, self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings,
-                          stop_seqs, self._eos, cache_len=p + t, chunk=chunk, cache_dtype=self.cache_dtype)
+                          stop_seqs, self._eos, None if rows is None else jnp.asarray(rows), cache_len=p + t,
+                          chunk=chunk, cache_dtype=self.cache_dtype)
 
     limit = int(max_new_tokens)
-    stop_at = np.full((bb,), -1, np.int64)  # length cut by a stop string, -1 = none
+    stop_at = np.full((dstate.last.shape[0],), -1, np.int64)  # length cut by a stop string, -1 = none
     while True:
       step = int(dstate.step)
       if step >= limit or bool(np.asarray(dstate.done).all()):
@@ -449,9 +462,20 @@ def _prefill_chunks(model, ids, mask, pos, features, cache: KVCache, last_index,
   return jax.lax.fori_loop(0, p // chunk, body, (cache, h0))
 
 
-def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng, settings, stop_seqs, eos, *,
-             cache_len: int, chunk: int | None = None, cache_dtype: str | None = None) -> DecodeState:
-  """ids / mask [B, P], pos [3, B, P]: runs the prompt into a fresh cache and samples the first token."""
+def _gather_rows(cache: KVCache, rows: jax.Array) -> KVCache:
+  """The cache of batch rows `rows` [B'] (k / v: [layers,] B, S, kv_heads, head_dim, or per-layer lists)."""
+  def take(x):
+    if isinstance(x, (tuple, list)):
+      return type(x)(jnp.take(a, rows, axis=a.ndim - 4) for a in x)
+    return jnp.take(x, rows, axis=x.ndim - 4)
+  return dataclasses.replace(cache, k=take(cache.k), v=take(cache.v), valid=jnp.take(cache.valid, rows, axis=0),
+                             next_position=jnp.take(cache.next_position, rows, axis=0))
+
+
+def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng, settings, stop_seqs, eos,
+             rows=None, *, cache_len: int, chunk: int | None = None, cache_dtype: str | None = None) -> DecodeState:
+  """ids / mask [B, P], pos [3, B, P]: runs the prompt into a fresh cache and samples the first token.
+  rows [B'] (optional): decode rows B' taking prompt rows[i]'s cache, each sampled on its own."""
   model = nnx.merge(graphdef, state)
   b, p = ids.shape
   cache = _constrain_cache(model.init_cache(b, cache_len, dtype=cache_dtype))
@@ -464,6 +488,8 @@ def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng,
   else:
     features = None if pixel_values is None else model.image_features(pixel_values, layout)
     cache, h_last = _prefill_chunks(model, ids, mask, pos, features, cache, last_index, chunk)
+  if rows is not None:
+    cache, h_last, b = _constrain_cache(_gather_rows(cache, rows)), h_last[rows], rows.shape[0]
   logits = model.logits_from_hidden(h_last)
   t = cache_len - p
   dstate = DecodeState(cache=cache, tokens=jnp.zeros((b, t), jnp.int32),

@@ -92,23 +92,33 @@ class JaxPolicy:
 
     def generate(self, prompts: Sequence[Prompt], *, temperature: float, seed: int,
                  max_new_tokens: Optional[int] = None) -> list[Generation]:
-        out: list[Generation] = []
+        """One response per prompt. Identical prompts of a call (a GRPO group's rollouts share their first
+        screen, and their later ones while they agree) are prefilled once; each still samples its own."""
+        out: list[Optional[Generation]] = [None] * len(prompts)
         for start in range(0, len(prompts), self.batch_size):
             chunk = [self.prompt_inputs(p) for p in prompts[start:start + self.batch_size]]
-            has_images = any(c["image_grid_thw"].size for c in chunk)
-            pv = np.concatenate([c["pixel_values"] for c in chunk]) if has_images else None
-            grid = np.concatenate([c["image_grid_thw"] for c in chunk]) if has_images else None
-            res = self.sampler.generate([c["input_ids"] for c in chunk], pixel_values=pv,
+            same: dict = {}
+            for i, c in enumerate(chunk):
+                pixels = c["pixel_values"].tobytes() if c["image_grid_thw"].size else b""
+                same.setdefault((c["input_ids"].tobytes(), pixels), []).append(i)
+            groups = list(same.values())
+            unique = [chunk[g[0]] for g in groups]
+            has_images = any(c["image_grid_thw"].size for c in unique)
+            pv = np.concatenate([c["pixel_values"] for c in unique]) if has_images else None
+            grid = np.concatenate([c["image_grid_thw"] for c in unique]) if has_images else None
+            res = self.sampler.generate([c["input_ids"] for c in unique], pixel_values=pv,
                                         image_grid_thw=grid,
                                         max_new_tokens=max_new_tokens or self.max_new_tokens,
                                         temperature=float(temperature), top_p=self.top_p, top_k=self.top_k,
-                                        seed=seed * 1009 + start)
-            for i, c in enumerate(chunk):
-                toks, lps = res.row(i)
+                                        seed=seed * 1009 + start,
+                                        copies=None if len(groups) == len(chunk) else [len(g) for g in groups])
+            for row, i in enumerate(i for g in groups for i in g):
+                c = chunk[i]
+                toks, lps = res.row(row)
                 body = toks[:-1] if toks and toks[-1] in self.sampler.eos_ids else toks
-                out.append(Generation(text=self.tokenizer.decode(body, skip_special_tokens=False),
-                                      prompt_ids=c["input_ids"], response_ids=np.asarray(toks, np.int32),
-                                      logprobs=np.asarray(lps, np.float32),
-                                      pixel_values=c["pixel_values"] if has_images and c["image_grid_thw"].size else None,
-                                      image_grid_thw=c["image_grid_thw"] if c["image_grid_thw"].size else None))
+                out[start + i] = Generation(text=self.tokenizer.decode(body, skip_special_tokens=False),
+                                            prompt_ids=c["input_ids"], response_ids=np.asarray(toks, np.int32),
+                                            logprobs=np.asarray(lps, np.float32),
+                                            pixel_values=c["pixel_values"] if c["image_grid_thw"].size else None,
+                                            image_grid_thw=c["image_grid_thw"] if c["image_grid_thw"].size else None)
         return out

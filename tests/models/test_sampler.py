@@ -219,3 +219,24 @@ def test_bf16_kv_cache_close_to_f32(models):
   np.testing.assert_array_equal(bf16.tokens[:, :4], f32.tokens[:, :4])
   np.testing.assert_allclose(bf16.logprobs[:, :4], f32.logprobs[:, :4], atol=5e-2)
   assert not np.array_equal(bf16.logprobs, f32.logprobs)
+
+
+@pytest.mark.parametrize("chunk", [None, 8])
+def test_copies_sample_like_repeated_prompts(models, chunk):
+  """copies=[2, 1, 1]: one prefill per prompt, its cache copied to two rows: the same tokens and logprobs as
+  the prompts written out [p0, p0, p1, p2] (same seed, same rows), the copies sampled independently."""
+  _, model = models
+  s = Sampler(model, eos_ids=[-1], pad_id=0, prefill_chunk=chunk, **BUCKETS)
+  rng = np.random.default_rng(8)
+  prompts = [rng.integers(0, 240, n).tolist() for n in (9, 4, 13)]
+  kw = dict(max_new_tokens=16, temperature=1.0, seed=21)
+  copied = s.generate(prompts, copies=[2, 1, 1], **kw)
+  written = s.generate([prompts[0], prompts[0], prompts[1], prompts[2]], **kw)
+  assert copied.tokens.shape == (4, 16)
+  np.testing.assert_array_equal(copied.tokens, written.tokens)
+  np.testing.assert_allclose(copied.logprobs, written.logprobs, atol=1e-5, rtol=0)
+  assert (copied.tokens[0] != copied.tokens[1]).any()
+  greedy = s.generate(prompts[:1], copies=[3], max_new_tokens=16)
+  np.testing.assert_array_equal(greedy.tokens, np.repeat(s.generate(prompts[:1], max_new_tokens=16).tokens, 3, 0))
+  with pytest.raises(ValueError, match=r"copies needs one count >= 1 per prompt \(3 prompts\), got \[1, 0, 2\]"):
+    s.generate(prompts, copies=[1, 0, 2], max_new_tokens=4)

@@ -178,3 +178,24 @@ def test_rl_update_merges_duplicates_by_default_with_the_same_metrics(episodes, 
     a, b = out[(True, "token_mean")], out[(False, "token_mean")]
     assert a["tokens"] == b["tokens"] == 4 * gen.response_ids.size
     assert abs(a["pg_loss"] - b["pg_loss"]) < 1e-6 and abs(a["ratio_mean"] - b["ratio_mean"]) < 1e-6
+
+
+def test_policy_prefills_identical_prompts_once_and_keeps_their_order(episodes, monkeypatch):
+    """JaxPolicy.generate on [a, b, a, a]: the sampler sees the 2 distinct prompts with copies [3, 1]; each
+    Generation is its own prompt's, in call order; greedy answers equal those of the prompts one by one."""
+    agent = _agent()
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
+    a, b = (build_messages(ep.goal, [], ep.observations[0], pcfg) for ep in episodes[:2])
+    calls = []
+    real = agent.policy.sampler.generate
+
+    def spy(prompts, **kw):
+        calls.append((len(prompts), kw.get("copies")))
+        return real(prompts, **kw)
+    monkeypatch.setattr(agent.policy.sampler, "generate", spy)
+    gens = agent.policy.generate([a, b, a, a], temperature=0.0, seed=0, max_new_tokens=8)
+    assert calls == [(2, [3, 1])]
+    alone = [agent.policy.generate([p], temperature=0.0, seed=0, max_new_tokens=8)[0] for p in (a, b)]
+    for g, want in zip(gens, (alone[0], alone[1], alone[0], alone[0])):
+        assert g.text == want.text and g.prompt_ids.tobytes() == want.prompt_ids.tobytes()
+        np.testing.assert_allclose(g.logprobs, want.logprobs, atol=1e-5)
