@@ -306,10 +306,8 @@ def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None,
     """The expert episodes of `tasks`: loaded from `folder` if it is a complete cache for `key`
     (verified by the store), else generated, written one by one and keyed. pixels='lazy': observations
     keep their screenshots in the PNGs (`PngObservation`), for prompts that never show them."""
-    from gui_jax.core.serialize import PIXELS, load_episode, save_episode
+    from gui_jax.core.serialize import load_episode, save_episode
     from gui_jax.tasks.generate import generate_episodes
-    if pixels not in PIXELS:
-        raise ValueError(f"pixels must be one of {PIXELS}, got {pixels!r}")
     key = key if key is not None else {"resolution": list(resolution), "task_ids": [t.task_id for t in tasks]}
     task_ids = [t.task_id for t in tasks]
     if check_episode_cache(folder, key):  # verified against the task ids stored with the key

@@ -78,7 +78,6 @@ class TrainSample:
         return 0 if self.image_grid_thw is None else int(np.asarray(self.image_grid_thw).reshape(-1, 3).shape[0])
 
 
-
 def merge_duplicates(samples: Sequence[TrainSample]) -> list[TrainSample]:
     """Identical samples (prompt, response, images) whose advantages have the same sign, as one sample of weight
     = their total weight and advantage = their weighted mean, in order of first occurrence.
@@ -101,6 +100,7 @@ def merge_duplicates(samples: Sequence[TrainSample]) -> list[TrainSample]:
         first.advantage = (first.advantage * first.weight + s.advantage * s.weight) / w
         first.weight = w
     return list(merged.values())
+
 
 def bucket(n: int, buckets: Sequence[int], what: str) -> int:
     for b in sorted(buckets):
