@@ -39,6 +39,16 @@ def test_first_error_labels(steps, label):
     assert fr.first_error(trace, _expert()) == label
 
 
+def test_expert_descriptions_do_not_count_as_a_difference():
+    # PhoneSim's expert steps carry an action_desc; the policy's parsed actions never do
+    ep = _expert()
+    ep = Episode(ep.episode_id, ep.goal, ep.observations,
+                 [a.replace(action_desc=f"step {i}") for i, a in enumerate(ep.actions)], target_bboxes=ep.target_bboxes,
+                 template=ep.template)
+    trace = [(_obs(), Action("open", text="Music")), (_obs(), Action("click", element=3))]
+    assert fr.first_error(trace, ep) == "wrong_step"
+
+
 def test_lands_in_by_element_centre_or_point():
     obs = _obs()
     assert fr.lands_in(Action("click", element=2), obs, ROW)
