@@ -61,11 +61,20 @@ def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperatu
         kept = records[:saved_count(config)]
         scores = reward_model.outcome_scores(kept).tolist() if reward_model is not None and kept else None
         saved = save_records(kept, save_to, len(kept), rm_scores=scores)
-    k, n = rep["successes"], rep["completed"]
     by_task: dict = {}
     for r in records:
         if r.status == "completed":
             by_task.setdefault(r.task_id, []).append(int(r.success))
+    return {**success_summary(by_task, trials=trials, temperature=temperature, seed=seed), "rollout_report": rep,
+            "androidlab": records_report(records), "trajectories_saved": saved}
+
+
+def success_summary(by_task: dict, *, trials: int, temperature: float, seed: int = 0) -> dict:
+    """{task_id: [0/1 per completed episode]} -> online SR over the episodes with its 95 % interval (Wilson for one
+    trial per task; a bootstrap over tasks for several, whose trials are not independent) and the per-task
+    outcomes for paired tests (0/1, or the task's success rate)."""
+    k = sum(sum(v) for v in by_task.values())
+    n = sum(len(v) for v in by_task.values())
     if trials == 1:
         per_task = {t: v[0] for t, v in by_task.items()}
         lo, hi = wilson_interval(k, n)
@@ -73,8 +82,7 @@ def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperatu
         per_task = {t: sum(v) / len(v) for t, v in by_task.items()}
         lo, hi = bootstrap_mean_interval(list(per_task.values()), seed=seed)
     return {"online_SR": k / n if n else float("nan"), "online_SR_ci95": [lo, hi], "n": n,
-            "trials": trials, "temperature": temperature, "online_success": per_task, "rollout_report": rep,
-            "androidlab": records_report(records), "trajectories_saved": saved}
+            "trials": trials, "temperature": temperature, "online_success": per_task}
 
 
 def paired_p(before: dict, after: dict) -> float:

@@ -99,14 +99,31 @@ def evaluate_stages(config, stages, workdir: str, *, temperature: float = 0.0, t
         params, step = load_stage_params(folder, field=f"--stage {name}")
         set_agent_params(agent, params, folder)
         t0 = time.time()
-        r = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed, temperature=temperature,
-                                 trials=trials)
+        if "env" in config:
+            r = evaluate_online_pool(agent, test_tasks, pcfg, config, seed=config.seed, temperature=temperature,
+                                     trials=trials)
+        else:  # recipes without an env block (the quickstart) run PhoneSim in this process, as their job does
+            r = evaluate_in_process(agent, test_tasks, pcfg, config, temperature=temperature, trials=trials)
         r.update({"checkpoint": folder, "step": int(step), "eval_wall_s": round(time.time() - t0, 1),
                   "held_out_vs_checkpoint": report_checkpoint_overlap(folder, test_tasks, f"stage {name}")})
         results[name] = r
         lo, hi = r["online_SR_ci95"]
         print(f"{name}: SR {r['online_SR']:.3f} [{lo:.3f}, {hi:.3f}] n={r['n']}", flush=True)
     return results, len(test_tasks)
+
+
+def evaluate_in_process(agent, tasks, pcfg, config, *, temperature: float, trials: int) -> dict:
+    """Online SR of the held-out tasks on PhoneSim in this process (lock-step batches, the quickstart's own
+    online evaluation) at the recipe's screenshot resolution and `eval.max_steps`."""
+    from gui_jax.eval.online_success import run_online_episodes
+    from gui_jax.jobs.online_rl import success_summary
+    records = run_online_episodes(agent.policy, tasks, pcfg, trials=trials, temperature=temperature,
+                                  resolution=tuple(config.data.resolution), max_steps=int(config.eval.max_steps),
+                                  seed=config.seed)
+    by_task: dict = {}
+    for r in records:
+        by_task.setdefault(r["task_id"], []).append(int(r["success"]))
+    return success_summary(by_task, trials=trials, temperature=temperature, seed=config.seed)
 
 
 def markdown(report: dict) -> str:

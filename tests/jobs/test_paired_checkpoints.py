@@ -63,3 +63,35 @@ def test_a_missing_checkpoint_folder_stops_before_evaluation(tmp_path, capsys):
     assert pc.main(argv) == 2
     assert "--stage a=" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+def test_recipes_without_an_env_block_run_phonesim_in_process(monkeypatch):
+    """The quickstart has no env block: its checkpoints are evaluated the way its own job evaluates them."""
+    import ml_collections
+
+    from gui_jax.eval import online_success
+    seen = {}
+
+    def fake_run(policy, tasks, pcfg, **kw):
+        seen.update(kw)
+        return [{"task_id": t, "trial": k, "success": s} for t, k, s in
+                [("a", 0, True), ("a", 1, False), ("b", 0, True), ("b", 1, True), ("c", 0, False), ("c", 1, False)]]
+
+    monkeypatch.setattr(online_success, "run_online_episodes", fake_run)
+    config = ml_collections.ConfigDict({"seed": 3, "data": {"resolution": (112, 252)}, "eval": {"max_steps": 6}})
+    agent = type("A", (), {"policy": None})()
+    r = pc.evaluate_in_process(agent, ["a", "b", "c"], None, config, temperature=1.0, trials=2)
+    assert (seen["resolution"], seen["max_steps"], seen["seed"], seen["trials"]) == ((112, 252), 6, 3, 2)
+    assert r["online_success"] == {"a": 0.5, "b": 1.0, "c": 0.0}
+    assert (r["online_SR"], r["n"]) == (0.5, 6)
+    lo, hi = r["online_SR_ci95"]
+    assert 0.0 <= lo <= 0.5 <= hi <= 1.0
+
+
+def test_one_trial_per_task_gets_the_wilson_interval():
+    from gui_jax.eval.metrics import wilson_interval
+    from gui_jax.jobs.online_rl import success_summary
+    r = success_summary({"a": [1], "b": [0], "c": [1], "d": [1]}, trials=1, temperature=0.0)
+    assert r["online_success"] == {"a": 1, "b": 0, "c": 1, "d": 1}
+    assert (r["online_SR"], r["n"]) == (0.75, 4)
+    assert r["online_SR_ci95"] == list(wilson_interval(3, 4))
