@@ -315,9 +315,15 @@ class Sampler:
     rng = seed if isinstance(seed, jax.Array) else jax.random.key(int(seed))
     settings = (jnp.float32(temperature), jnp.int32(top_k), jnp.float32(top_p), self._banned)
     chunk = self.prefill_chunk if self.prefill_chunk and p > self.prefill_chunk else None
-    dstate = _prefill_jit(self.graphdef, self.state, ids, mask, pos, pv, layout, jnp.int32(n), rng, settings,
-                          stop_seqs, self._eos, None if rows is None else jnp.asarray(rows), cache_len=p + t,
-                          chunk=chunk, cache_dtype=self.cache_dtype)
+    cache, h_last = _prefill_jit(self.graphdef, self.state, ids, mask, pos, pv, layout, cache_len=p + t, chunk=chunk,
+                                 cache_dtype=self.cache_dtype)
+    if rows is None:
+      dstate = _start_decode_donated_jit(self.graphdef, self.state, cache, h_last, jnp.int32(n), rng, settings,
+                                         stop_seqs, self._eos, new_tokens=t)
+    else:
+      dstate = _start_decode_jit(self.graphdef, self.state, cache, h_last, jnp.int32(n), rng, settings, stop_seqs,
+                                 self._eos, jnp.asarray(rows), new_tokens=t)
+    del cache, h_last  # the prefill's cache is freed before decoding (the decode state holds its own)
 
     limit = int(max_new_tokens)
     stop_at = np.full((dstate.last.shape[0],), -1, np.int64)  # length cut by a stop string, -1 = none
@@ -472,10 +478,9 @@ def _gather_rows(cache: KVCache, rows: jax.Array) -> KVCache:
                              next_position=jnp.take(cache.next_position, rows, axis=0))
 
 
-def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng, settings, stop_seqs, eos,
-             rows=None, *, cache_len: int, chunk: int | None = None, cache_dtype: str | None = None) -> DecodeState:
-  """ids / mask [B, P], pos [3, B, P]: runs the prompt into a fresh cache and samples the first token.
-  rows [B'] (optional): decode rows B' taking prompt rows[i]'s cache, each sampled on its own."""
+def _prefill_cache(graphdef, state, ids, mask, pos, pixel_values, layout, *, cache_len: int,
+                   chunk: int | None = None, cache_dtype: str | None = None) -> tuple[KVCache, jax.Array]:
+  """ids / mask [B, P], pos [3, B, P]: runs the prompt into a fresh cache -> (cache, last hidden state [B, H])."""
   model = nnx.merge(graphdef, state)
   b, p = ids.shape
   cache = _constrain_cache(model.init_cache(b, cache_len, dtype=cache_dtype))
@@ -483,20 +488,38 @@ def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng,
   if chunk is None:
     out = model(ids, attention_mask=mask, pixel_values=pixel_values, position_ids=pos, cache=cache,
                 vision_layout=layout, compute_logits=False)
-    cache = _constrain_cache(out.cache)
     h_last = jnp.take_along_axis(out.last_hidden_state, last_index[:, None, None], axis=1)[:, 0]
-  else:
-    features = None if pixel_values is None else model.image_features(pixel_values, layout)
-    cache, h_last = _prefill_chunks(model, ids, mask, pos, features, cache, last_index, chunk)
+    return _constrain_cache(out.cache), h_last
+  features = None if pixel_values is None else model.image_features(pixel_values, layout)
+  return _prefill_chunks(model, ids, mask, pos, features, cache, last_index, chunk)
+
+
+def _start_decode(graphdef, state, cache: KVCache, h_last, n_real, rng, settings, stop_seqs, eos, rows=None, *,
+                  new_tokens: int) -> DecodeState:
+  """The decode state after a prefill (h_last [B, H]), its first token sampled. rows [B'] (optional): decode
+  rows B' taking prompt rows[i]'s cache, each sampled on its own."""
+  model = nnx.merge(graphdef, state)
+  b = h_last.shape[0]
   if rows is not None:
     cache, h_last, b = _constrain_cache(_gather_rows(cache, rows)), h_last[rows], rows.shape[0]
   logits = model.logits_from_hidden(h_last)
-  t = cache_len - p
+  t = new_tokens
   dstate = DecodeState(cache=cache, tokens=jnp.zeros((b, t), jnp.int32),
                        logprobs=jnp.zeros((b, t), jnp.float32), last=jnp.zeros((b,), jnp.int32),
                        done=jnp.arange(b) >= n_real, stopped_by=jnp.zeros((b,), jnp.int32),
                        lengths=jnp.zeros((b,), jnp.int32), step=jnp.zeros((), jnp.int32), rng=rng)
   return _emit(dstate, logits, settings, stop_seqs, eos)
+
+
+def _prefill(graphdef, state, ids, mask, pos, pixel_values, layout, n_real, rng, settings, stop_seqs, eos,
+             rows=None, *, cache_len: int, chunk: int | None = None, cache_dtype: str | None = None) -> DecodeState:
+  """Prefill and first token in one function (the AOT report compiles it as one program); `generate` jits the
+  two halves apart so that the large prefill program is keyed by (batch, prompt length) alone, not also by
+  the number of copies (rows)."""
+  cache, h_last = _prefill_cache(graphdef, state, ids, mask, pos, pixel_values, layout, cache_len=cache_len,
+                                 chunk=chunk, cache_dtype=cache_dtype)
+  return _start_decode(graphdef, state, cache, h_last, n_real, rng, settings, stop_seqs, eos, rows,
+                       new_tokens=cache_len - ids.shape[1])
 
 
 def _decode_step(graphdef, state, dstate: DecodeState, settings, stop_seqs, eos) -> DecodeState:
@@ -516,6 +539,11 @@ def _decode_loop(graphdef, state, dstate: DecodeState, until, settings, stop_seq
 
 
 # The decode state (KV cache included) is donated: updated in place, no copy per call.
-_prefill_jit = jax.jit(_prefill, static_argnums=(0,), static_argnames=("cache_len", "chunk", "cache_dtype"))
+_prefill_jit = jax.jit(_prefill_cache, static_argnums=(0,), static_argnames=("cache_len", "chunk", "cache_dtype"))
+# Without copies the prefill's cache becomes the decode state's (donated: no copy); with copies the gathered
+# cache has another shape, so donating would only make XLA warn that it cannot reuse the input.
+_start_decode_jit = jax.jit(_start_decode, static_argnums=(0,), static_argnames=("new_tokens",))
+_start_decode_donated_jit = jax.jit(_start_decode, static_argnums=(0,), static_argnames=("new_tokens",),
+                                    donate_argnums=(2,))
 _decode_step_jit = jax.jit(_decode_step, static_argnums=(0,), donate_argnums=(2,))
 _decode_loop_jit = jax.jit(_decode_loop, static_argnums=(0,), donate_argnums=(2,))

@@ -78,18 +78,21 @@ class TrainSample:
         return 0 if self.image_grid_thw is None else int(np.asarray(self.image_grid_thw).reshape(-1, 3).shape[0])
 
 
-def merge_duplicates(samples: Sequence[TrainSample]) -> list[TrainSample]:
-    """Identical samples (prompt, response, images) whose advantages have the same sign, as one sample of weight
-    = their total weight and advantage = their weighted mean, in order of first occurrence.
+def merge_duplicates(samples: Sequence[TrainSample], across_signs: bool = False) -> list[TrainSample]:
+    """Identical samples (prompt, response, images) whose advantages have the same sign (any sign when
+    `across_signs`), as one sample of weight = their total weight and advantage = their weighted mean, in order of
+    first occurrence.
 
     Under token_mean aggregation the PPO-clip loss (dual clip included) and the KL term of such a merged sample
     equal those of the copies exactly: for a fixed advantage sign each token's loss is linear in the advantage,
-    and the loss mask carries the weight into the sum and the denominator. GRPO groups repeat many steps (four
-    rollouts of one task share their first prompt and often their answer), so an update trains ~half the tokens.
+    and the loss mask carries the weight into the sum and the denominator. Across signs the loss stays linear only
+    while no ratio leaves the clip range, which holds in the first optimizer step of an on-policy update (every
+    ratio is 1). GRPO groups repeat many steps (four rollouts of one task share their first prompt and often
+    their answer), so an update trains ~half the tokens.
     """
     merged: dict = {}
     for s in samples:
-        key = (s.prompt_ids.tobytes(), s.response_ids.tobytes(), int(np.sign(s.advantage)),
+        key = (s.prompt_ids.tobytes(), s.response_ids.tobytes(), 0 if across_signs else int(np.sign(s.advantage)),
                None if s.pixel_values is None else np.asarray(s.pixel_values).tobytes(),
                None if s.pointers is None else np.asarray(s.pointers).tobytes())
         first = merged.get(key)
@@ -100,6 +103,20 @@ def merge_duplicates(samples: Sequence[TrainSample]) -> list[TrainSample]:
         first.advantage = (first.advantage * first.weight + s.advantage * s.weight) / w
         first.weight = w
     return list(merged.values())
+
+
+def drop_cancelled(samples: Sequence[TrainSample], tol: float = 1e-6) -> tuple[list[TrainSample], int]:
+    """Merged samples (`merge_duplicates(..., across_signs=True)`) without those whose advantage is ~0 (|A| ≤ tol:
+    copies whose advantages cancel, e.g. every rollout of a group took the same step); the others' advantages
+    scaled by kept / all weighted response tokens, so that at ratio 1 the token_mean policy-gradient term and its
+    gradient equal the full batch's (the dropped samples' KL term is left out). -> (samples, number dropped)."""
+    tokens = lambda s: s.weight * s.response_ids.size  # noqa: E731
+    total = sum(tokens(s) for s in samples)
+    kept = [s for s in samples if abs(s.advantage) > tol]
+    if not kept:
+        return [], len(samples)
+    scale = sum(tokens(s) for s in kept) / total
+    return [dataclasses.replace(s, advantage=s.advantage * scale) for s in kept], len(samples) - len(kept)
 
 
 def bucket(n: int, buckets: Sequence[int], what: str) -> int:

@@ -189,6 +189,9 @@ RL = Block("rl", [
     F("dynamic_sampling_max_tries", 10, "rollout batches drawn to fill an iteration", integer(1)),
     F("dynamic_sampling_short", "log", "fewer groups than the batch after the tries: log | raise",
       choice(DYNAMIC_SAMPLING_SHORT)),
+    F("revisit_uniform", 1.0, "selective rollouts: a task whose last k groups had no return spread (std <= η) "
+      "is rolled out again with probability revisit_uniform**k, others drawn in its place (1 = every task)",
+      number(0.0, 1.0)),
     F("clip_low", 0.2, "PPO clip ε_low", number(0.0, 1.0, hi_open=True)),
     F("clip_high", 0.2, "PPO clip ε_high", number(0.0)),
     F("dual_clip", 3.0, "dual-clip c (> 1) for negative advantages; None = off",
@@ -200,6 +203,9 @@ RL = Block("rl", [
     F("merge_duplicates", True, "an update trains identical samples (same prompt and response, same advantage "
       "sign) once, weighted by their count: the same token_mean loss and gradient in fewer tokens (token_mean "
       "only)", boolean()),
+    F("drop_cancelled", False, "with one mini-batch (on-policy: ratios 1, no clipping) copies merge across advantage "
+      "signs and steps whose advantages cancel (every rollout took the same action) are not trained; the others' "
+      "advantages scale by kept / all tokens: the same policy gradient, their KL term left out", boolean()),
     F("learning_rate", 1e-4, "learning rate", number(0.0, lo_open=True)),
     F("warmup_steps", 0, "linear warm-up steps", integer(0)),
     F("weight_decay", 0.0, "AdamW weight decay", number(0.0)),

@@ -11,7 +11,8 @@ import numpy as np
 from flax import nnx
 
 from gui_jax.core.progress import progress
-from gui_jax.rl.batch import TrainSample, make_micro_batches, merge_duplicates, model_forward_logprobs
+from gui_jax.rl.batch import (TrainSample, drop_cancelled, make_micro_batches, merge_duplicates,
+                             model_forward_logprobs)
 from gui_jax.rl.losses import combine_loss
 from gui_jax.rl.policy import Generation
 from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
@@ -179,6 +180,7 @@ class RLRun:
                                        batch_size=min(cfg.episodes_per_iteration, n_episodes), shard_index=0,
                                        shard_count=1, batch_fn=list_batch, num_threads=0))
         self.restored_extra = extra  # what the latest checkpoint carried ({} on a fresh start)
+        self.side: dict = {}  # name -> object with state_dict / load_state_dict, checkpointed with the run
         self.iteration = int(extra.get("iteration", 0))
         if extra:
             self.data.set_state(extra["data"])
@@ -206,7 +208,15 @@ class RLRun:
     def checkpoint_extra(self) -> dict:
         """The JSON side state saved with each checkpoint; trainers with more state (replay buffers,
         curricula) override it and read theirs back from `restored_extra`."""
-        return {"data": self.data.get_state()}
+        return {"data": self.data.get_state(), **{k: v.state_dict() for k, v in self.side.items()}}
+
+    def register_side_state(self, name: str, obj) -> None:
+        """Checkpoint `obj` (state_dict / load_state_dict) with the run under `name`; a resumed run loads it."""
+        if name in ("data", "iteration") or name in self.side:
+            raise ValueError(f"side state name {name!r} is taken")
+        if name in self.restored_extra:
+            obj.load_state_dict(self.restored_extra[name])
+        self.side[name] = obj
 
     def next_episodes(self) -> list[int]:
         return next(self.data)
@@ -218,8 +228,15 @@ class RLRun:
         if not samples:
             return {}
         start = time.perf_counter()
+        cancelled = None
         if self.cfg.get("merge_duplicates", False) and self.cfg.aggregation == "token_mean":
-            samples = merge_duplicates(samples)  # the same loss in fewer tokens (exact for token_mean only)
+            # one mini-batch: on-policy, every ratio 1, so copies of opposite signs merge too (merge_duplicates)
+            on_policy = self.cfg.get("num_mini_batches", 1) == 1 and bool(self.cfg.get("drop_cancelled", False))
+            samples = merge_duplicates(samples, across_signs=on_policy)  # the same loss in fewer tokens
+            if on_policy:
+                samples, cancelled = drop_cancelled(samples)
+                if not samples:
+                    return {"cancelled_steps": cancelled, "update_seconds": time.perf_counter() - start}
         n_mb = max(1, min(self.cfg.get("num_mini_batches", 1), len(samples)))
         size = -(-len(samples) // n_mb)
         mini = [micro_batches(self.agent, samples[k:k + size], self.cfg, self.ref)
@@ -233,6 +250,8 @@ class RLRun:
             per_step.append(metrics)
         self.agent.set_params(self.state.params)
         out = aggregate_update_metrics(per_step)  # floats: waits for the steps to finish
+        if cancelled is not None:
+            out["cancelled_steps"] = cancelled
         out["update_seconds"] = time.perf_counter() - start
         return out
 

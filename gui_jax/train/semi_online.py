@@ -17,6 +17,7 @@ from absl import logging
 from gui_jax.core.types import Episode
 from gui_jax.rl.advantages import dynamic_sampling_keep, grpo_trajectory, ui_s1_semi_online
 from gui_jax.rl.prompting import PromptConfig, build_messages
+from gui_jax.rl.selective import UniformSkip
 from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step, semi_online_rollouts
 from gui_jax.train.config_blocks import DYNAMIC_SAMPLING_SHORT  # declared with rl.dynamic_sampling_short
 from gui_jax.train.logger import MetricsLogger
@@ -65,7 +66,9 @@ def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: 
 
 def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pcfg, cfg, seed: int,
                       aux_policy=None):
-    """Rollouts for the episodes `idx` → (steps, advantages per step, returns, keep mask per step)."""
+    """Rollouts for the episodes `idx` → (steps, advantages per step, returns, keep mask per step,
+    {episode index: informative}); a group is informative when its step-0 returns vary (std > η), and dynamic
+    sampling keeps only those."""
     steps = semi_online_rollouts(agent.policy, [episodes[i] for i in idx], pcfg, scfg_from(cfg), seed=seed,
                                  aux_policy=aux_policy)
     n = cfg.num_rollouts
@@ -76,14 +79,15 @@ def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pc
     mismatch = np.array([s.mismatch for s in steps], bool)
     adv = ui_s1_semi_online(rewards, traj, step_idx, group, mismatch, gamma=cfg.gamma, omega=cfg.omega,
                             cut_at_mismatch=cfg.cut_at_mismatch, episode_level=cfg.get("episode_level", "paper"))
-    keep = np.ones(len(steps), bool)
-    if cfg.dynamic_sampling:
-        first = step_idx == 0
-        keep_traj = np.asarray(dynamic_sampling_keep(np.asarray(adv["returns"])[first], group[first],
-                                                     eta=cfg.dynamic_sampling_eta))
-        kept_groups = set(group[first][keep_traj].tolist())
-        keep = np.array([g in kept_groups for g in group], bool)
-    return steps, np.asarray(adv["advantages"]), np.asarray(adv["returns"]), keep
+    first = step_idx == 0
+    varied = np.asarray(dynamic_sampling_keep(np.asarray(adv["returns"])[first], group[first],
+                                              eta=cfg.dynamic_sampling_eta))
+    informative = {int(g): False for g in group[first]}
+    for g in group[first][varied]:
+        informative[int(g)] = True
+    keep = np.array([informative[int(g)] for g in group], bool) if cfg.dynamic_sampling \
+        else np.ones(len(steps), bool)
+    return steps, np.asarray(adv["advantages"]), np.asarray(adv["returns"]), keep, informative
 
 
 def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
@@ -98,13 +102,25 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
         aux_policy = aux_policy_from(agent, cfg)
     run = RLRun(agent, len(episodes), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger)
     target_groups = min(cfg.episodes_per_iteration, len(episodes))
+    skip = None
+    if cfg.get("revisit_uniform", 1.0) < 1.0:
+        skip = UniformSkip(cfg.revisit_uniform)
+        run.register_side_state("uniform_skip", skip)
     while run.running:
         groups, stats = [], {"reward": [], "exact": [], "tries": 0, "steps": 0}
         start = time.perf_counter()
         for attempt in range(max(cfg.dynamic_sampling_max_tries, 1)):
-            steps, adv, _, keep = semi_online_batch(agent, episodes, run.next_episodes(), pcfg, cfg,
-                                                    seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt,
-                                                    aux_policy=aux_policy)
+            if skip is None:
+                idx = run.next_episodes()
+            else:
+                rng = np.random.default_rng([cfg.seed, run.iteration, attempt])
+                idx = skip.select(run.next_episodes, target_groups, rng)
+            steps, adv, _, keep, informative = semi_online_batch(
+                agent, episodes, idx, pcfg, cfg, seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt,
+                aux_policy=aux_policy)
+            if skip is not None:
+                for local, varied in informative.items():
+                    skip.record(idx[local], varied)
             stats["tries"] += 1
             stats["steps"] += len(steps)
             stats["reward"] += [s.reward for s in steps]
@@ -124,6 +140,9 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
                    "kept_groups": len(groups), "sampling_tries": stats["tries"],
                    "sampling_short": float(len(groups) < target_groups), "rollout_steps": stats["steps"],
                    "rollout_seconds": time.perf_counter() - start}
+        if skip is not None:
+            metrics["skipped_tasks"] = skip.take_skipped()
+            metrics["known_uniform"] = len(skip.streak)
         metrics.update(run.update(samples_from_generations(gens, advs)))
         run.end_iteration(metrics)
     return run.close()

@@ -73,11 +73,13 @@ def test_rollout_compiles_one_program_per_bucket(setup, monkeypatch):
             agent.policy.generate(prompts, temperature=1.0, seed=step)
             inputs = agent.policy.prompt_inputs(prompts[0])
             raw.add((inputs["input_ids"].size, inputs["pixel_values"].shape[0]))
-    programs = compiles["_prefill"] + compiles["_decode_loop"]
+    programs = compiles["_prefill_cache"] + compiles["_decode_loop"]
     print(f"rollout: {dict(compiles)}; shape buckets {len(buckets)}; exact shapes {len(raw)}")
-    assert compiles["_prefill"] >= 1
-    assert compiles["_prefill"] <= len(buckets)
+    assert compiles["_prefill_cache"] >= 1
+    assert compiles["_prefill_cache"] <= len(buckets)
     assert compiles["_decode_loop"] <= len({b[1] for b in buckets})  # (batch, cache length) per bucket
+    # the first token (copies gathered) is a small program per (prompts, rows, cache length) bucket
+    assert 1 <= compiles["_start_decode"] <= len(buckets)
     assert programs <= 2 * len(buckets) < 10
 
 

@@ -66,22 +66,39 @@ def test_sft_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
 
 
-def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
+@pytest.mark.parametrize("revisit", [1.0, 0.0])
+def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path, revisit):
+    """Also with selective rollouts (revisit 0: tasks seen uniform are skipped), whose streaks resume."""
     pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
 
     def cfg(stop=None):
         c = rl_block()
         c.iterations, c.episodes_per_iteration, c.num_rollouts = 3, 2, 2
         c.dynamic_sampling, c.patch_threshold, c.checkpoint_every = False, -1, 1
-        c.learning_rate, c.stop_after_steps = 1e-3, stop
+        c.learning_rate, c.stop_after_steps, c.revisit_uniform = 1e-3, stop, revisit
         return c
+    logs = {"a": [], "b": []}
+
+    class Log:
+        def __init__(self, name):
+            self.name = name
+
+        def write(self, step, metrics, prefix=""):
+            logs[self.name].append((step, dict(metrics)))
     ref = _agent()
-    train_semi_online(ref, episodes, pcfg, cfg(), workdir=str(tmp_path / "a"))
+    train_semi_online(ref, episodes, pcfg, cfg(), workdir=str(tmp_path / "a"), logger=Log("a"))
     run = _agent()
     with pytest.raises(StopRequested):
-        train_semi_online(run, episodes, pcfg, cfg(stop=2), workdir=str(tmp_path / "b"))
+        train_semi_online(run, episodes, pcfg, cfg(stop=2), workdir=str(tmp_path / "b"), logger=Log("b"))
     resumed = _agent(seed=1)
-    train_semi_online(resumed, episodes, pcfg, cfg(), workdir=str(tmp_path / "b"))
+    train_semi_online(resumed, episodes, pcfg, cfg(), workdir=str(tmp_path / "b"), logger=Log("b"))
+    a, b = logs["a"], logs["b"]
+    assert [m["rollout_steps"] for _, m in a] == [m["rollout_steps"] for _, m in b]
+    if revisit == 0.0:  # the random policy's groups are uniform: their tasks are skipped at the next visit
+        assert a[-1][1]["known_uniform"] > 0 and sum(m["skipped_tasks"] for _, m in a) > 0
+        assert [m["skipped_tasks"] for _, m in a] == [m["skipped_tasks"] for _, m in b]
+    else:
+        assert "skipped_tasks" not in a[-1][1]
     moved = False
     init = _agent()
     for x, y, z in zip(jax.tree.leaves(ref.params), jax.tree.leaves(resumed.params), jax.tree.leaves(init.params)):
@@ -165,9 +182,9 @@ def test_rl_update_merges_duplicates_by_default_with_the_same_metrics(episodes, 
     from gui_jax.rl import batch as rl_batch
     seen = []
 
-    def counting(s):
+    def counting(s, **kw):
         seen.append(len(s))
-        return rl_batch.merge_duplicates(s)
+        return rl_batch.merge_duplicates(s, **kw)
     monkeypatch.setattr(rc, "merge_duplicates", counting)
     out = {}
     for merge, agg in ((True, "token_mean"), (False, "token_mean"), (True, "step_token_mean")):
@@ -178,6 +195,42 @@ def test_rl_update_merges_duplicates_by_default_with_the_same_metrics(episodes, 
     a, b = out[(True, "token_mean")], out[(False, "token_mean")]
     assert a["tokens"] == b["tokens"] == 4 * gen.response_ids.size
     assert abs(a["pg_loss"] - b["pg_loss"]) < 1e-6 and abs(a["ratio_mean"] - b["ratio_mean"]) < 1e-6
+
+
+def test_drop_cancelled_keeps_the_on_policy_gradient_and_counts_dropped_steps(episodes, tmp_path):
+    """rl.drop_cancelled with sampled steps (ratio 1): copies of one step whose advantages cancel (+.5 +.5 -.5 -.5)
+    are not trained, opposite-sign copies merge, the rest scale by kept / all tokens; the policy-gradient loss
+    and its gradient equal the full batch's, and the update reports one cancelled step."""
+    from gui_jax.rl.batch import drop_cancelled, merge_duplicates
+    from gui_jax.train.rl_common import micro_batches, rl_loss_fn
+    agent = _agent()
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
+    steps = semi_online_rollouts(agent.policy, episodes[:3], pcfg,
+                                 SemiOnlineConfig(num_rollouts=1, patch_threshold=-1, temperature=1.0), seed=5)
+    g1, g2, g3 = (s.generation for s in steps[:3])
+    samples = samples_from_generations([g1, g2, g1, g3, g1, g2, g1],
+                                       [0.5, 1.0, 0.5, -0.8, -0.5, -0.25, -0.5])
+    kept, dropped = drop_cancelled(merge_duplicates(samples, across_signs=True))
+    assert dropped == 1 and [s.weight for s in kept] == [2.0, 1.0]
+    n1, n2, n3 = (g.response_ids.size for g in (g1, g2, g3))
+    scale = (2 * n2 + n3) / (4 * n1 + 2 * n2 + n3)
+    assert [round(s.advantage, 6) for s in kept] == [round(0.375 * scale, 6), round(-0.8 * scale, 6)]
+    cfg = rl_block()
+    cfg.kl_coef, cfg.packing, cfg.micro_batch_size, cfg.row_length = 0.0, True, 2, 512
+    loss = rl_loss_fn(agent.graphdef, agent.rest, cfg)
+
+    def total(params, sample_list):
+        parts = [loss(params, b, None) for b in micro_batches(agent, sample_list, cfg, None)]
+        return sum(p[0] for p in parts) / sum(p[1] for p in parts)
+    (a, ga), (b, gb) = (jax.value_and_grad(total)(agent.params, s) for s in (samples, kept))
+    assert abs(float(a) - float(b)) < 1e-5 * max(1.0, abs(float(a)))
+    diff = max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(ga),
+                                                                                   jax.tree.leaves(gb)))
+    scale_g = max(float(np.max(np.abs(np.asarray(x)))) for x in jax.tree.leaves(ga))
+    assert diff < 1e-4 * scale_g, (diff, scale_g)
+    cfg.drop_cancelled, cfg.learning_rate = True, 0.0
+    metrics = RLRun(agent, 1, cfg, workdir=str(tmp_path), prefix="rl").update(samples)
+    assert metrics["cancelled_steps"] == 1 and metrics["tokens"] == 2 * n2 + n3
 
 
 def test_policy_prefills_identical_prompts_once_and_keeps_their_order(episodes, monkeypatch):
