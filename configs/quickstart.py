@@ -51,7 +51,9 @@ def get_config():
     # named row of a screen. '' = the tiny preset from random weights.
     c.model.checkpoint = "builtin:tiny-base"
     c.model.max_new_tokens = 24
-    c.model.sample_batch_size = 64
+    # A rollout call is 8 tasks x 4 rollouts = 32 rows: buckets 1, 4, 16, 32 fit it, where 64 padded it to 64
+    # rows (1.8x slower: experiments/results/sampler_copies_benchmark.json)
+    c.model.sample_batch_size = 32
     c.model.prefill_chunk = 128             # prefill peak ~0.6 GB over the model instead of ~1.9 at 64 x 768 tokens
 
     # The tiny model reads the simplified UI tree and acts by element index (MobileRL XML
@@ -95,6 +97,9 @@ def get_config():
     c.rl.row_length = 512
     c.rl.micro_batch_size = 6               # packed rows per micro-batch
     c.rl.kl_coef = 1e-4
+    # One on-policy mini-batch: steps every rollout took alike cancel and are not trained; the same policy
+    # gradient, the update 2x faster (experiments/results/rl_update_benchmark.json)
+    c.rl.drop_cancelled = True
     # UI-S1's matcher takes any piece of the expert's answer as a match; from the base, 120 iterations on it
     # taught the policy to answer "The" for "The meeting moved to Friday" (online SR 0.677 -> 0.589):
     # experiments/results/quickstart_from_base.md. The reward asks for the whole answer.
