@@ -58,6 +58,35 @@ def _std1(xs):
     return statistics.stdev(xs)
 
 
+def test_discounted_returns_compile_once_per_length_bucket_and_match_a_loop():
+    """Eager calls (the trainer's): lengths 70-100 share the 128 bucket, so the scan compiles once over six calls
+    (a closure per call compiled on every call and grew the RL stage's memory); values equal a plain loop."""
+    compiles = []
+
+    def listener(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration" and "scan" in kw.get("fun_name", ""):
+            compiles.append(kw["fun_name"])
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    rng = np.random.default_rng(0)
+    try:
+        for n in (70, 81, 99, 100, 70, 93):
+            traj = np.sort(rng.integers(0, 20, n)).astype(np.int32)
+            step = np.zeros(n, np.int32)
+            for i in range(1, n):
+                step[i] = step[i - 1] + 1 if traj[i] == traj[i - 1] else 0
+            r = rng.random(n).astype(np.float32)
+            got = np.asarray(A.discounted_returns(jnp.asarray(r), jnp.asarray(traj), jnp.asarray(step), gamma=0.5,
+                                                  cut_at_mismatch=False))
+            want = np.zeros(n, np.float32)
+            for i in reversed(range(n)):
+                nxt = want[i + 1] if i + 1 < n and traj[i + 1] == traj[i] else 0.0
+                want[i] = r[i] + 0.5 * nxt
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert len(compiles) <= 1, compiles
+
+
 def test_ui_s1_semi_online_hand_values():
     # task 10: traj 0 r=[1,1], traj 1 r=[1,0]; task 20: traj 2 r=[1], traj 3 r=[1,1,1], traj 4 r=[.1,0];
     # task 30: traj 5 r=[.5,.5] (single rollout).
