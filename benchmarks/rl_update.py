@@ -15,7 +15,6 @@ not a result.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import tempfile
@@ -23,7 +22,7 @@ import tempfile
 import numpy as np
 
 from benchmarks.pretrain import cpu_fma_peak
-from benchmarks.timing import time_calls
+from benchmarks.timing import report, time_calls
 
 
 def group_samples(agent, episodes, pcfg, cfg, rollouts: int):
@@ -107,11 +106,7 @@ def main(argv=None) -> dict:
         "speedup_merged_over_every_copy": timings["every_copy"].median_s / timings["merged_same_sign"].median_s,
         "load_avg_before": load_before, "load_avg_after": load_after, "cpu": cpu_fma_peak(),
     }
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return out
+    return report(out, a.json)
 
 
 if __name__ == "__main__":

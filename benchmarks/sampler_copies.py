@@ -14,14 +14,13 @@ are written beside the ratio. Run it alone: a ratio taken while other jobs load 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 
 import numpy as np
 
 from benchmarks.pretrain import cpu_fma_peak
-from benchmarks.timing import time_calls
+from benchmarks.timing import report, time_calls
 
 
 def main(argv=None) -> dict:
@@ -76,11 +75,7 @@ def main(argv=None) -> dict:
         "speedup_rows_bucket_over_default": timings["copies"].median_s / timings["copies_rows_bucket"].median_s,
         "load_avg_before": load_before, "load_avg_after": load_after, "cpu": cpu_fma_peak(),
     }
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return out
+    return report(out, a.json)
 
 
 if __name__ == "__main__":

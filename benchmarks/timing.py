@@ -57,3 +57,13 @@ def time_calls(fn: Callable[[], Any], repeats: int, *, sync: Callable[[Any], Any
     walls.append(time.perf_counter() - w0)
     cpus.append(time.process_time() - c0)
   return Timing(first, warmup, walls, cpus)
+
+
+def report(out: dict, path: str = "") -> dict:
+  """Prints a benchmark's result as JSON and writes it to `path` when given; returns it."""
+  import json
+  print(json.dumps(out, indent=1))
+  if path:
+    with open(path, "w") as f:
+      json.dump(out, f, indent=1)
+  return out
