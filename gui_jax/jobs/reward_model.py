@@ -211,22 +211,32 @@ def rm_configs(config) -> tuple[PromptConfig, RewardModelConfig]:
     return PromptConfig(**config.prompt.to_dict()), RewardModelConfig(**config.rm.model.to_dict())
 
 
-def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None) -> dict:
-    """Scores held-out records, writes results.json / results.md / test_scores.npy; returns the metrics."""
+def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None,
+                scorer: str = "verdict") -> dict:
+    """Scores held-out records, writes results.json / results.md / test_scores.npy; returns the metrics.
+
+    scorer: "verdict" (the RM's P(yes)) or "policy_likelihood" (the agent as a policy: P(candidate | its prompt))."""
     lookup = {str(e.episode_id): e for e in episodes}
     t0 = time.time()
-    scores = RewardScorer(agent, lookup, pcfg, rcfg).score(records)
+    if scorer == "policy_likelihood":
+        from gui_jax.rewards.likelihood import LikelihoodScorer
+        scores = LikelihoodScorer(agent, lookup, pcfg, batch_size=rcfg.batch_size).score(records)
+    elif scorer == "verdict":
+        scores = RewardScorer(agent, lookup, pcfg, rcfg).score(records)
+    else:
+        raise ValueError(f"unknown reward scorer {scorer!r}; known: verdict, policy_likelihood")
     metrics = evaluate_records(scores, records, lookup)
     np.save(os.path.join(workdir, "test_scores.npy"), scores)
     out = {"metrics": metrics, "balance": de.label_balance(records), "num_records": len(records),
-           "score_seconds": time.time() - t0, **(extra or {})}
+           "scorer": scorer, "score_seconds": time.time() - t0, **(extra or {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1, default=float)
     for w in collapse_warnings(metrics):
         logging.warning(w)
     table = format_reward_table(metrics)
     with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(f"# Reward model on held-out PhoneSim tasks ({len(records)} records)\n\n{table}\n")
+        what = "Reward model" if scorer == "verdict" else "A policy's likelihood as reward model"
+        f.write(f"# {what} on held-out PhoneSim tasks ({len(records)} records)\n\n{table}\n")
     print(table)
     return metrics
 

@@ -1,0 +1,105 @@
+"""The implicit reward model of a policy (gui_jax/rewards/likelihood.py): the agent's own prompt and response for
+every record kind, scores equal to a full-logits reference, and the reward_eval path that reaches it."""
+import json
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+from gui_jax import config_check
+from gui_jax.core.types import Action
+from gui_jax.rewards import data_engine as de
+from gui_jax.rewards.likelihood import LikelihoodScorer, record_prompt_response
+from gui_jax.rewards.rm_scoring import RewardModelConfig
+from gui_jax.rl.agent import Agent
+from gui_jax.rl.batch import build_batch
+from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
+from gui_jax.rl.semi_online_rollout import expert_element
+from gui_jax.train.config_blocks import model_block
+from gui_jax.train.sft import expert_history
+
+from support.fake_policy import make_episode
+
+UI = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
+                  system_prompt=False, max_ui_lines=4)
+
+
+@pytest.fixture(scope="module")
+def agent():
+    m = model_block()
+    m.num_hidden_layers, m.vision_depth = 2, 2
+    return Agent(ml_collections.ConfigDict({"model": m}), seed=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    eps = [make_episode("Turn on Wi-Fi", n=5, size=(112, 252)), make_episode("Open the clock", n=3, size=(112, 252))]
+    lookup = {e.episode_id: e for e in eps}
+    recs = []
+    for ep in eps:
+        recs += de.expert_records(ep)
+        recs += de.rule_verified_records(ep, 1, [Action("click", x=300, y=900)])
+        recs += de.truncation_records(ep, [1])
+    return eps, lookup, recs
+
+
+def test_an_expert_step_record_is_the_sft_sample(data):
+    eps, lookup, recs = data
+    ep = eps[0]
+    for t in range(len(ep.actions)):
+        rec = next(r for r in recs if r.kind == "step" and r.source == "expert" and r.goal == ep.goal
+                   and len(r.steps) == t + 1)
+        prompt, response = record_prompt_response(rec, lookup, UI)
+        assert prompt == build_messages(ep.goal, expert_history(ep, t, UI), ep.observations[t], UI)
+        assert response == expert_response(ep.actions[t], ep.observations[t], UI, element=expert_element(ep, t))
+
+
+def test_an_outcome_record_asks_for_terminate_after_the_trajectory(data):
+    eps, lookup, recs = data
+    ep = eps[1]
+    rec = next(r for r in recs if r.kind == "outcome" and r.source == "truncation" and r.goal == ep.goal)
+    prompt, response = record_prompt_response(rec, lookup, UI)
+    assert response == expert_response(Action("terminate", status="success"), ep.observations[1], UI)
+    assert prompt == build_messages(ep.goal, expert_history(ep, 1, UI), ep.observations[1], UI)
+
+
+def _reference_logprob(agent, sample) -> float:
+    """Σ log softmax of the full logits over the response tokens, one unpadded row."""
+    batch = build_batch([sample], agent.model_config, pad_id=agent.tokenizer.pad_id, rows=1)
+    out = agent.model()(batch["input_ids"], attention_mask=batch["attention_mask"], position_ids=batch["position_ids"])
+    logp = jax.nn.log_softmax(np.asarray(out.logits, np.float64)[0], axis=-1)
+    p, r = sample.prompt_ids.size, sample.response_ids.size
+    return float(sum(logp[p - 1 + k, sample.response_ids[k]] for k in range(r)))
+
+
+def test_scores_equal_the_full_logits_reference_batched_or_not(agent, data):
+    _, lookup, recs = data
+    sc = LikelihoodScorer(agent, lookup, UI, batch_size=len(recs))
+    logs = sc.log_scores(recs)
+    samples = sc.samples(recs)
+    picks = [0, 5, len(recs) - 1]   # a step, a rule-verified click, an outcome record
+    ref = [_reference_logprob(agent, samples[i]) for i in picks]
+    np.testing.assert_allclose(logs[picks], ref, atol=2e-3, rtol=1e-5)
+    np.testing.assert_allclose(sc.log_scores([recs[5]], batch_size=1), logs[[5]], atol=1e-4, rtol=0)
+    np.testing.assert_allclose(sc.score(recs), np.exp(logs), rtol=1e-12)
+    assert np.all(logs < 0)
+
+
+def test_reward_eval_scores_with_the_policy_likelihood(agent, data, tmp_path):
+    from gui_jax.jobs.reward_model import evaluate_rm
+    eps, lookup, recs = data
+    evaluate_rm(agent, recs, eps, UI, RewardModelConfig(batch_size=4), str(tmp_path), scorer="policy_likelihood")
+    out = json.load(open(tmp_path / "results.json"))
+    assert out["scorer"] == "policy_likelihood" and out["num_records"] == len(recs)
+    np.testing.assert_allclose(np.load(tmp_path / "test_scores.npy"),
+                               LikelihoodScorer(agent, lookup, UI).score(recs), atol=1e-6, rtol=0)
+    assert (tmp_path / "results.md").read_text().startswith("# A policy's likelihood as reward model")
+    with pytest.raises(ValueError, match="unknown reward scorer 'likely'"):
+        evaluate_rm(agent, recs[:1], eps, UI, RewardModelConfig(), str(tmp_path), scorer="likely")
+
+
+def test_config_check_names_a_bad_scorer():
+    c = ml_collections.ConfigDict({"job": "reward_eval", "rm_eval": {"checkpoint_dir": "", "scorer": "likely"}})
+    with pytest.raises(config_check.ConfigError, match=r"config.rm_eval.scorer = 'likely'"):
+        config_check.check_config(c)
