@@ -3,7 +3,7 @@
     python -m gui_jax.main --config configs/reward_eval.py --config.rm_eval.checkpoint_dir=runs/reward_model/rm/checkpoints
 or --config.model.checkpoint=<a Hugging Face RM directory>. A policy as the implicit RM (its probability of
 writing each candidate):
-    python -m gui_jax.main --config configs/reward_eval.py --config.rm_eval.scorer=policy_likelihood \
+    python -m gui_jax.main --config configs/reward_eval.py --config.rm.model.scorer=policy_likelihood \
         --config.rm_eval.checkpoint_dir=runs/quickstart/sft/checkpoints
 """
 
@@ -15,10 +15,5 @@ from gui_jax.train.config_blocks import sibling_recipe
 def get_config():
     c = sibling_recipe(__file__, "reward_model").get_config()
     c.job = "reward_eval"
-    c.rm_eval = ml_collections.ConfigDict({
-        "checkpoint_dir": "",
-        # verdict: the trained RM's P(yes); policy_likelihood: a policy checkpoint's own probability of writing
-        # the candidate (the implicit RM a trained one has to beat; no training)
-        "scorer": "verdict",
-    })
+    c.rm_eval = ml_collections.ConfigDict({"checkpoint_dir": ""})
     return c

@@ -35,6 +35,9 @@ def get_config():
             "describe_targets": True,
             "batch_size": 32,
             "max_prompt_tokens": 8192,
+            # verdict: one label token after a judge prompt (UI-Genie); policy_likelihood: the model as a
+            # policy, P(candidate | the agent's own prompt), trained by (un)likelihood (gui_jax/rewards/likelihood.py)
+            "scorer": "verdict",
         },
         # expert / rule / sibling / truncation / substitution / continuation records; off by default: hard
         # negatives mined with an earlier RM (hard_negative_checkpoint) and potential labels of failed

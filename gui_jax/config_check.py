@@ -188,15 +188,17 @@ EXPORT = {
 RM_EVAL = {
     "checkpoint_dir": checkpoint_rule("the reward model's checkpoints folder, e.g. runs/reward_model/rm/checkpoints "
                                       "('' = model.checkpoint as is)"),
-    "scorer": choice("verdict: P(yes) of the trained RM's label token; policy_likelihood: a policy's own "
-                     "probability of writing the candidate (the implicit RM, gui_jax/rewards/likelihood.py)",
+}
+RM_MODEL = {
+    "scorer": choice("verdict: P(yes) of one label token after a judge prompt; policy_likelihood: the model as a "
+                     "policy, P(candidate | the agent's prompt) (gui_jax/rewards/likelihood.py)",
                      ("verdict", "policy_likelihood")),
 }
 # The declared blocks by config path: field order, defaults, checks and docs from one declaration each.
 DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS["sft"], "online": ONLINE, "env": ENV}
 MODEL, PROMPT, SFT, RL, MESH = (rules_of(DEFAULT_BLOCKS[n]) for n in ("model", "prompt", "sft", "rl", "mesh"))
 BLOCKS = {"export": EXPORT, "mesh": MESH, "data": DATA, "model": MODEL, "prompt": PROMPT, "sft": SFT, "rl": RL,
-          "eval": EVAL, "rm_eval": RM_EVAL, "reasoning": REASONING, "reasoning.sft": SFT, "online": rules_of(ONLINE), "env": rules_of(ENV),
+          "eval": EVAL, "rm_eval": RM_EVAL, "rm.model": RM_MODEL, "reasoning": REASONING, "reasoning.sft": SFT, "online": rules_of(ONLINE), "env": rules_of(ENV),
           "rm.data": rules_of(DEFAULT_BLOCKS["rm.data"])}
 
 

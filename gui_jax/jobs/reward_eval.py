@@ -5,7 +5,7 @@ difficulty, docs/algorithms.md §11).
 Weights: the latest Orbax checkpoint in `rm_eval.checkpoint_dir`, else `model.checkpoint` (a Hugging Face
 directory written by the reward_model job's `rm.export_dir` or the export job). The held-out records are
 built like the training job's (same data settings and seed, hard negatives and potential labels included when
-`rm.data` turns them on), so results are comparable. `rm_eval.scorer=policy_likelihood` scores a policy checkpoint
+`rm.data` turns them on), so results are comparable. `rm.model.scorer=policy_likelihood` scores a policy checkpoint
 (e.g. the quickstart's SFT) as the implicit RM: P(candidate | the agent's prompt), no training.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ def run(config, workdir: str) -> None:
     if not ckpt_dir and not config.model.get("checkpoint", ""):
         raise RunError("reward_eval needs trained weights: set rm_eval.checkpoint_dir (e.g. "
                        "runs/reward_model/rm/checkpoints, or a policy's runs/quickstart/sft/checkpoints with "
-                       "rm_eval.scorer=policy_likelihood) or model.checkpoint (a Hugging Face directory)")
+                       "rm.model.scorer=policy_likelihood) or model.checkpoint (a Hugging Face directory)")
     _, _, _, test_eps = common.prepare(config, workdir, sides=("test",))
     pcfg, rcfg = rm_configs(config)
     sources = data_sources(config, pcfg, rcfg)
@@ -39,7 +39,6 @@ def run(config, workdir: str) -> None:
         params, step = common.load_stage_params(ckpt_dir, field="rm_eval.checkpoint_dir")
         common.set_agent_params(agent, params, ckpt_dir)
         source = {"kind": "orbax", "path": os.path.abspath(ckpt_dir), "step": int(step)}
-    scorer = config.rm_eval.get("scorer", "verdict")
-    print(f"evaluating {'reward model' if scorer == 'verdict' else 'a policy as implicit reward model'} from {source}")
-    evaluate_rm(agent, data.records, list(data.episodes.values()), pcfg, rcfg, workdir, extra={"weights": source},
-                scorer=scorer)
+    what = "reward model" if rcfg.scorer == "verdict" else "a policy as the reward model (its own likelihood)"
+    print(f"evaluating {what} from {source}")
+    evaluate_rm(agent, data.records, list(data.episodes.values()), pcfg, rcfg, workdir, extra={"weights": source})

@@ -29,7 +29,8 @@ from gui_jax.envs.sim.describe import describe_steps, described
 from gui_jax.eval.rm_metrics import collapse_warnings, evaluate_records, format_reward_table
 from gui_jax.jobs import common
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.rm_scoring import RewardModelConfig, RewardScorer
+from gui_jax.rewards.likelihood import make_scorer
+from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.prompting import PromptConfig, visible_elements
 from gui_jax.train.config_blocks import RM_DATA
 
@@ -198,7 +199,7 @@ def data_sources(config, pcfg: PromptConfig, rcfg: RewardModelConfig) -> dict:
         from gui_jax.jobs.verifier_eval import load_policy
         earlier, source = load_policy(config, path, "rm.data.hard_negative_checkpoint")
         print(f"hard negatives: candidates scored by the earlier reward model {source}")
-        out["earlier_rm"] = lambda recs, lookup: RewardScorer(earlier, lookup, pcfg, rcfg).score(recs)
+        out["earlier_rm"] = lambda recs, lookup: make_scorer(earlier, lookup, pcfg, rcfg).score(recs)
     if _field(d, "potential_labels"):
         from gui_jax.rewards.potential import PhoneSimPotential
         out["potential"] = PhoneSimPotential(float(_field(d, "potential_slip")),
@@ -211,20 +212,13 @@ def rm_configs(config) -> tuple[PromptConfig, RewardModelConfig]:
     return PromptConfig(**config.prompt.to_dict()), RewardModelConfig(**config.rm.model.to_dict())
 
 
-def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None,
-                scorer: str = "verdict") -> dict:
-    """Scores held-out records, writes results.json / results.md / test_scores.npy; returns the metrics.
-
-    scorer: "verdict" (the RM's P(yes)) or "policy_likelihood" (the agent as a policy: P(candidate | its prompt))."""
+def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None) -> dict:
+    """Scores held-out records with `rcfg.scorer` (verdict: the RM's P(yes); policy_likelihood: P(candidate | the
+    agent's prompt)), writes results.json / results.md / test_scores.npy; returns the metrics."""
     lookup = {str(e.episode_id): e for e in episodes}
     t0 = time.time()
-    if scorer == "policy_likelihood":
-        from gui_jax.rewards.likelihood import LikelihoodScorer
-        scores = LikelihoodScorer(agent, lookup, pcfg, batch_size=rcfg.batch_size).score(records)
-    elif scorer == "verdict":
-        scores = RewardScorer(agent, lookup, pcfg, rcfg).score(records)
-    else:
-        raise ValueError(f"unknown reward scorer {scorer!r}; known: verdict, policy_likelihood")
+    scorer = rcfg.scorer
+    scores = make_scorer(agent, lookup, pcfg, rcfg).score(records)
     metrics = evaluate_records(scores, records, lookup)
     np.save(os.path.join(workdir, "test_scores.npy"), scores)
     out = {"metrics": metrics, "balance": de.label_balance(records), "num_records": len(records),

@@ -168,9 +168,10 @@ def policy_proposer(policy, pcfg: PromptConfig, *, temperature: float, render: b
 
 def rm_step_scorer(rm_agent, pcfg: PromptConfig, rcfg) -> Callable:
     """score_many(goal, history, obs, actions) -> P(+) per candidate: each candidate as the last step of a
-    step record over a temporary episode holding the partial trajectory (docs/algorithms.md §9)."""
-    from gui_jax.rewards.rm_scoring import RewardScorer
-    scorer = RewardScorer(rm_agent, {}, pcfg, rcfg)
+    step record over a temporary episode holding the partial trajectory (docs/algorithms.md §9); `rcfg.scorer`
+    picks the verdict RM or a policy's own likelihood."""
+    from gui_jax.rewards.likelihood import make_scorer
+    scorer = make_scorer(rm_agent, {}, pcfg, rcfg)
 
     def score_many(goal, history, obs, actions):
         if not actions:

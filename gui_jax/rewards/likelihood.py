@@ -7,8 +7,12 @@ policy would sample (`action_text`). Score = P(response | prompt) = exp(Σ log �
 policy would take scores near 1, a click on another row near 0. For an outcome record the candidate is
 terminate(success) after the trajectory, so the score is the policy's probability of stopping there.
 
-No training: this is the baseline a trained verdict RM (rm_scoring.RewardScorer) has to beat, measured with the
-same held-out records and metrics (`configs/reward_eval.py --config.rm_eval.scorer=policy_likelihood`).
+As it stands (a policy checkpoint, no training) it is the baseline a trained verdict RM (rm_scoring.RewardScorer)
+has to beat, on the same held-out records and metrics (`configs/reward_eval.py --config.rm.model.scorer=
+policy_likelihood`). Trained as a reward model (`configs/reward_model.py --config.rm.model.scorer=
+policy_likelihood`), the score stays P(response) and the loss is the binary cross-entropy of that probability:
+-log π(y|x) on positive records (SFT's likelihood) and -log(1 - π(y|x)) on negative ones (unlikelihood), so a
+policy start keeps its look-up and learns where it would take a wrong step.
 """
 from __future__ import annotations
 
@@ -18,9 +22,12 @@ import jax
 import numpy as np
 from flax import nnx
 
+import jax.numpy as jnp
+
 from gui_jax.core.types import Episode
 from gui_jax.rewards.data_engine import RewardRecord
-from gui_jax.rewards.rm_scoring import action_text, record_parts, step_action, step_observation
+from gui_jax.rewards.rm_scoring import (RewardModelConfig, RewardScorer, action_text, record_parts, step_action,
+                                        step_observation)
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages
 
@@ -34,10 +41,52 @@ def record_prompt_response(record: RewardRecord, episodes: Mapping[str, Episode]
     return build_messages(record.goal, hist, current, pcfg), action_text(episodes, cand_ref, candidate, current, pcfg)
 
 
-def _sequence_logprobs(graphdef, params, rest, batch) -> jax.Array:
-    """[B] Σ log π over each row's response tokens (the loss mask marks them)."""
-    logp, _ = model_forward_logprobs(nnx.merge(graphdef, params, rest), batch)
+def likelihood_sample(agent, record: RewardRecord, episodes: Mapping[str, Episode], pcfg: PromptConfig, *,
+                      weight: float = 1.0) -> TrainSample:
+    """The record as the agent's prompt → candidate response; `advantage` = +weight for a positive record,
+    -weight for a negative one (the loss reads the label from its sign and the class weight from its size)."""
+    if weight <= 0:
+        raise ValueError(f"likelihood_sample: weight must be > 0, got {weight}")
+    prompt, response = record_prompt_response(record, episodes, pcfg)
+    g = agent.policy.encode(prompt, response)
+    return TrainSample(g.prompt_ids, g.response_ids, advantage=weight if record.label else -weight,
+                       pixel_values=g.pixel_values, image_grid_thw=g.image_grid_thw)
+
+
+def sequence_logprobs(model, batch) -> jax.Array:
+    """[B] Σ log π over each row's response tokens (unpacked rows; the loss mask marks the tokens)."""
+    logp, _ = model_forward_logprobs(model, batch)
     return (logp * (batch["loss_mask"] > 0)).sum(axis=1)
+
+
+def log1mexp(s: jax.Array) -> jax.Array:
+    """log(1 - exp(s)) for s < 0, stable at both ends (s is clipped just below 0)."""
+    s = jnp.minimum(s, -1e-7)
+    return jnp.where(s > -0.6931, jnp.log(-jnp.expm1(s)), jnp.log1p(-jnp.exp(s)))
+
+
+def likelihood_bce(s: jax.Array, signed: jax.Array, valid: jax.Array):
+    """(Σ w·BCE, Σ correct) of records with log π(y|x) = s [B], signed weight ±w [B] (sign = label) and valid [B]
+    (0/1 filler mask): -log π for a positive record, -log(1 - π) for a negative one; correct = π > 0.5 agrees."""
+    positive = signed > 0
+    nll = jnp.where(positive, -s, -log1mexp(s))
+    correct = ((s > jnp.log(0.5)) == positive).astype(jnp.float32) * valid
+    return (nll * jnp.abs(signed) * valid).sum(), correct.sum()
+
+
+def likelihood_bce_loss(graphdef, rest):
+    """The trainer's loss on a micro-batch of `likelihood_sample` rows: (Σ w·BCE, #rows, metrics)."""
+    def loss(params, batch, rng):
+        s = sequence_logprobs(nnx.merge(graphdef, params, rest), batch)                 # [B] log π(y|x)
+        signed = jnp.take_along_axis(batch["advantages"], batch["target_positions"][:, :1], axis=1)[:, 0]
+        valid = batch["target_valid"][:, 0].astype(jnp.float32)                          # [B]
+        total, correct = likelihood_bce(s, signed, valid)
+        return total, valid.sum(), {"label_acc": (correct, valid.sum())}
+    return loss
+
+
+def _sequence_logprobs(graphdef, params, rest, batch) -> jax.Array:
+    return sequence_logprobs(nnx.merge(graphdef, params, rest), batch)
 
 
 _sequence_logprobs_jit = jax.jit(_sequence_logprobs, static_argnums=0)
@@ -50,13 +99,7 @@ class LikelihoodScorer:
         self.agent, self.episodes, self.pcfg, self.batch_size = agent, episodes, pcfg, int(batch_size)
 
     def samples(self, records: Sequence[RewardRecord]) -> list[TrainSample]:
-        out = []
-        for r in records:
-            prompt, response = record_prompt_response(r, self.episodes, self.pcfg)
-            g = self.agent.policy.encode(prompt, response)
-            out.append(TrainSample(g.prompt_ids, g.response_ids, pixel_values=g.pixel_values,
-                                   image_grid_thw=g.image_grid_thw))
-        return out
+        return [likelihood_sample(self.agent, r, self.episodes, self.pcfg) for r in records]
 
     def log_scores(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
         """log P(candidate | prompt) per record, float64 [N]."""
@@ -77,3 +120,10 @@ class LikelihoodScorer:
         if not records:
             return np.zeros(0, np.float64)
         return np.exp(self.log_scores(records, batch_size))
+
+
+def make_scorer(agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, rcfg: RewardModelConfig):
+    """The record scorer `rcfg.scorer` names: RewardScorer (verdict) or LikelihoodScorer; both `.score(records)`."""
+    if rcfg.scorer == "policy_likelihood":
+        return LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size)
+    return RewardScorer(agent, episodes, pcfg, rcfg)

@@ -40,6 +40,7 @@ from gui_jax.rl.prompting import (PromptConfig, expert_response, observation_con
                                   word_spaced)
 from gui_jax.rl.semi_online_rollout import expert_element
 
+SCORERS = ("verdict", "policy_likelihood")
 QUESTION = "Is the candidate action correct for the goal? Answer yes or no."
 RATIONALE_SUFFIX = "\nVerdict:"
 
@@ -58,8 +59,14 @@ class RewardModelConfig:
     describe_targets: bool = False
     batch_size: int = 16             # rows per scoring batch
     max_prompt_tokens: int = 8192
+    # verdict: P(label_pos) after the judge prompt above (UI-Genie / GUI-Shepherd); policy_likelihood: the model
+    # as a policy, P(candidate | the agent's own prompt) (gui_jax/rewards/likelihood.py), trained by likelihood
+    # on positives and unlikelihood on negatives
+    scorer: str = "verdict"
 
     def __post_init__(self):
+        if self.scorer not in SCORERS:
+            raise ValueError(f"unknown reward-model scorer {self.scorer!r}; known: {', '.join(SCORERS)}")
         if self.history_images < 0:
             raise ValueError(f"history_images must be >= 0, got {self.history_images}")
         if self.label_pos == self.label_neg:

@@ -12,6 +12,8 @@ over the whole vocabulary; 'pair': binary cross-entropy over the two label logit
 `prompt_loss_weight` · Σ next-token nll over the prompt tokens (0 by default; the same dense copy signal as
 SFT's: a target at every prompt position, not one label per record). Resumable through
 train/fit.py (params, optimizer, step, rng and the Grain iterator state are checkpointed).
+With `rm.model.scorer = policy_likelihood` a record is instead the agent's prompt → its candidate action, and the
+loss is the binary cross-entropy of the policy's probability of that response (gui_jax/rewards/likelihood.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from gui_jax.core.types import Episode
 from gui_jax.data.pipeline import list_batch, make_pipeline
 from gui_jax.models.heads import label_token_nll
 from gui_jax.rewards.data_engine import RewardRecord
+from gui_jax.rewards.likelihood import likelihood_bce_loss, likelihood_sample
 from gui_jax.rewards.rm_scoring import RewardModelConfig, label_ids, rm_sample
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
@@ -81,6 +84,8 @@ class RewardSource:
 
     def __getitem__(self, i: int) -> TrainSample:
         r = self.records[self.index[i]]
+        if self.rcfg.scorer == "policy_likelihood":
+            return likelihood_sample(self.agent, r, self.episodes, self.pcfg, weight=self.weights[i])
         return rm_sample(self.agent, r, self.episodes, self.pcfg, self.rcfg,
                          rationale=str(r.info.get("rationale", "")), weight=self.weights[i])
 
@@ -118,16 +123,22 @@ def train_reward_model(agent, records: Sequence[RewardRecord], episodes: Mapping
                        logger: Optional[MetricsLogger] = None, prefix: str = "rm") -> dict:
     """Trains agent.params in place on `records`. cfg: an sft-like block plus `balance` and `loss_over`."""
     check_rm_train_block(cfg)
-    pos_id, neg_id = label_ids(agent.tokenizer, rcfg)
     source = RewardSource(agent, records, episodes, pcfg, rcfg, balance=cfg.get("balance", "reweight"))
     pipeline = make_pipeline(source, seed=cfg.seed, batch_size=cfg.batch_size, shard_index=0, shard_count=1,
                              batch_fn=list_batch, num_threads=0, drop_remainder=False)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
                                max_grad_norm=cfg.max_grad_norm, total_steps=cfg.num_steps,
                                schedule=cfg.get("schedule", "constant"))
-    updater = Updater(rm_loss_fn(agent.graphdef, agent.rest, pos_id, neg_id, cfg.get("loss_over", "vocab"),
-                                 float(cfg.get("prompt_loss_weight", 0.0)), int(cfg.get("prompt_loss_chunk", 0))),
-                      optimizer, compute_dtype=getattr(agent, "compute_dtype", None),
+    if rcfg.scorer == "policy_likelihood":
+        if cfg.get("prompt_loss_weight", 0.0) or cfg.get("loss_over", "vocab") != "vocab":
+            raise ValueError("rm.train.prompt_loss_weight / loss_over apply to the verdict scorer; the "
+                             "policy_likelihood RM trains the candidate's own probability (leave them at 0 / vocab)")
+        loss_fn = likelihood_bce_loss(agent.graphdef, agent.rest)
+    else:
+        pos_id, neg_id = label_ids(agent.tokenizer, rcfg)
+        loss_fn = rm_loss_fn(agent.graphdef, agent.rest, pos_id, neg_id, cfg.get("loss_over", "vocab"),
+                             float(cfg.get("prompt_loss_weight", 0.0)), int(cfg.get("prompt_loss_chunk", 0)))
+    updater = Updater(loss_fn, optimizer, compute_dtype=getattr(agent, "compute_dtype", None),
                       rules=getattr(agent, "rules", None))
     state = fit(agent, updater, iter(pipeline), num_steps=cfg.num_steps, workdir=workdir, logger=logger,
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,

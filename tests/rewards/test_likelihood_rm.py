@@ -10,10 +10,10 @@ import pytest
 from gui_jax import config_check
 from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.likelihood import LikelihoodScorer, record_prompt_response
+from gui_jax.rewards.likelihood import LikelihoodScorer, likelihood_bce, log1mexp, record_prompt_response
 from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.agent import Agent
-from gui_jax.rl.batch import build_batch
+from gui_jax.rl.batch import TrainSample, build_batch
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online_rollout import expert_element
 from gui_jax.train.config_blocks import model_block
@@ -86,20 +86,84 @@ def test_scores_equal_the_full_logits_reference_batched_or_not(agent, data):
     assert np.all(logs < 0)
 
 
+LIKELIHOOD = RewardModelConfig(scorer="policy_likelihood", batch_size=4, history_images=0)
+
+
 def test_reward_eval_scores_with_the_policy_likelihood(agent, data, tmp_path):
     from gui_jax.jobs.reward_model import evaluate_rm
     eps, lookup, recs = data
-    evaluate_rm(agent, recs, eps, UI, RewardModelConfig(batch_size=4), str(tmp_path), scorer="policy_likelihood")
+    evaluate_rm(agent, recs, eps, UI, LIKELIHOOD, str(tmp_path))
     out = json.load(open(tmp_path / "results.json"))
     assert out["scorer"] == "policy_likelihood" and out["num_records"] == len(recs)
     np.testing.assert_allclose(np.load(tmp_path / "test_scores.npy"),
                                LikelihoodScorer(agent, lookup, UI).score(recs), atol=1e-6, rtol=0)
     assert (tmp_path / "results.md").read_text().startswith("# A policy's likelihood as reward model")
-    with pytest.raises(ValueError, match="unknown reward scorer 'likely'"):
-        evaluate_rm(agent, recs[:1], eps, UI, RewardModelConfig(), str(tmp_path), scorer="likely")
+    with pytest.raises(ValueError, match="unknown reward-model scorer 'likely'"):
+        RewardModelConfig(scorer="likely")
 
 
 def test_config_check_names_a_bad_scorer():
-    c = ml_collections.ConfigDict({"job": "reward_eval", "rm_eval": {"checkpoint_dir": "", "scorer": "likely"}})
-    with pytest.raises(config_check.ConfigError, match=r"config.rm_eval.scorer = 'likely'"):
+    c = ml_collections.ConfigDict({"job": "reward_eval", "rm": {"model": {"scorer": "likely"}}})
+    with pytest.raises(config_check.ConfigError, match=r"config.rm.model.scorer = 'likely'"):
         config_check.check_config(c)
+
+
+def test_log1mexp_matches_the_direct_formula_over_its_range():
+    s = np.array([-1e-6, -1e-3, -0.5, -0.7, -1.0, -5.0, -30.0])
+    np.testing.assert_allclose(np.asarray(log1mexp(s)), np.log(-np.expm1(s)), rtol=1e-3)  # float32
+
+
+def test_bce_of_known_log_probabilities():
+    s = np.log(np.array([0.9, 0.2, 0.7, 0.01], np.float32))
+    signed = np.array([2.0, 2.0, -0.5, -0.5], np.float32)     # two positives (weight 2), two negatives (0.5)
+    valid = np.array([1, 1, 1, 0], np.float32)                 # the last row is filler
+    total, correct = likelihood_bce(s, signed, valid)
+    expect = 2 * -np.log(0.9) + 2 * -np.log(0.2) + 0.5 * -np.log(0.3)
+    np.testing.assert_allclose(float(total), expect, rtol=1e-5)
+    assert float(correct) == 1.0                               # 0.9 (+) right; 0.2 (+) and 0.7 (-) wrong
+
+
+def _train(agent, recs, lookup, workdir, steps):
+    from gui_jax.train.config_blocks import sft_block
+    from gui_jax.train.rm_training import train_reward_model
+    cfg = sft_block()
+    cfg.num_steps, cfg.batch_size, cfg.micro_batch_size, cfg.learning_rate = steps, 1, 1, 3e-3
+    cfg.warmup_steps, cfg.checkpoint_every = 0, 100
+    cfg.balance, cfg.loss_over = "none", "vocab"
+    train_reward_model(agent, recs, lookup, UI, LIKELIHOOD, cfg, workdir=str(workdir))
+
+
+def test_unlikelihood_training_lowers_the_probability_of_a_negative_candidate(data, tmp_path):
+    """A negative record (a click on the wrong element) trained first as a positive, until the policy would write
+    it (its probability far above a random model's e^-150), then with its own label: the unlikelihood term
+    -log(1 - π) brings it down again, through the RM trainer."""
+    import dataclasses
+    eps, lookup, recs = data
+    negative = next(r for r in recs if not r.label and r.source == "rule")
+    m = model_block()
+    m.num_hidden_layers, m.vision_depth = 2, 2
+    agent = Agent(ml_collections.ConfigDict({"model": m}), seed=1)
+    sc = LikelihoodScorer(agent, lookup, UI, batch_size=1)
+    _train(agent, [dataclasses.replace(negative, label=True)], lookup, tmp_path / "up", 40)
+    raised = sc.log_scores([negative])[0]
+    assert raised > np.log(0.3)
+    _train(agent, [negative], lookup, tmp_path / "down", 10)
+    assert sc.log_scores([negative])[0] < np.log(0.05)
+
+
+def test_the_verifier_scores_candidates_by_the_policys_probability(agent, data):
+    """verifier_eval's step scorer with rm.model.scorer=policy_likelihood: each candidate's score is the policy's
+    probability of writing it after the agent's prompt for that screen."""
+    from gui_jax.jobs.verifier_eval import rm_step_scorer
+    eps, _, _ = data
+    ep, obs = eps[0], eps[0].observations[0]
+    element = obs.ui_elements[0].index
+    cands = [Action("click", element=element), Action("terminate", status="success")]
+    got = rm_step_scorer(agent, UI, LIKELIHOOD)(ep.goal, [], obs, cands)
+    prompt = build_messages(ep.goal, [], obs, UI)
+    want = []
+    for a in cands:
+        g = agent.policy.encode(prompt, expert_response(a, obs, UI, element=a.element))
+        want.append(float(np.exp(_reference_logprob(agent, TrainSample(g.prompt_ids, g.response_ids)))))
+    assert want[0] != want[1]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-30)

@@ -218,7 +218,7 @@ def test_the_recipe_turns_both_sources_on(monkeypatch):
 
         def score(self, records):
             return np.full(len(records), 0.9 if self.agent == "earlier-agent" else 0.0)
-    monkeypatch.setattr(job, "RewardScorer", Scorer)
+    monkeypatch.setattr(job, "make_scorer", Scorer)
     sources = job.data_sources(config, *job.rm_configs(config))
     assert loaded == [("runs/rm_round0/rm/checkpoints", "rm.data.hard_negative_checkpoint")]
     pot = sources["potential"]

@@ -77,7 +77,7 @@ def test_the_reward_model_job_mines_the_earlier_rms_false_positives(monkeypatch,
         def score(self, records):
             scored.extend((r.goal, r.steps[-1].step, r.steps[-1].action.element, r.label) for r in records)
             return np.array([EARLIER_RM[(r.steps[-1].step, r.steps[-1].action.element)] for r in records])
-    monkeypatch.setattr(job, "RewardScorer", Scorer)
+    monkeypatch.setattr(job, "make_scorer", Scorer)
     trained = {}
     monkeypatch.setattr(agent_mod, "Agent", lambda cfg, seed: "new-rm")
     monkeypatch.setattr(rm_training, "train_reward_model",
