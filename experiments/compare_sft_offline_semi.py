@@ -4,8 +4,8 @@
 
 One quickstart run per seed (from the shipped base) with the offline-RL baseline switched on: both RL
 methods start from the same SFT weights, run the same 240 iterations of 8 tasks (the budget at which
-semi-online RL's gain over SFT became significant) and are evaluated on the same 440 held-out tasks. The `sft`,
-`offline_rl` and `untrained` arms read those stages of the same runs. Report:
+semi-online RL's gain over SFT became significant) and are evaluated on the same 440 held-out tasks. The `sft`
+and `offline_rl` arms read those stages of the same runs. Report:
 experiments/results/sft_vs_offline_vs_semi.{md,json,png} (the former script of this name wrote
 compare_sft_offline_semi.md, with SOP and step metrics too).
 """
@@ -21,7 +21,6 @@ def get_spec():
                                "stage": "semi_online_rl"},
             "offline_rl": {"results_of": "semi_online_rl", "stage": "offline_rl"},
             "sft": {"results_of": "semi_online_rl", "stage": "sft"},
-            "untrained": {"results_of": "semi_online_rl", "stage": "untrained"},
         },
         "seeds": [0, 1, 2],
         "seed_fields": ["seed", "sft.seed", "rl.seed"],
