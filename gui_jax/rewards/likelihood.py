@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-
-import jax.numpy as jnp
 
 from gui_jax.core.types import Episode
 from gui_jax.rewards.data_engine import RewardRecord
@@ -30,6 +29,7 @@ from gui_jax.rewards.rm_scoring import (RewardModelConfig, RewardScorer, action_
                                         step_observation)
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages
+
 
 def record_prompt_response(record: RewardRecord, episodes: Mapping[str, Episode], pcfg: PromptConfig):
     """(agent prompt messages, candidate response text) of a record, in the policy's own format."""

@@ -66,8 +66,8 @@ class RMTrajectoryScorer:
     def __init__(self, rm_agent, pcfg, rcfg):
         from gui_jax.rewards.rm_scoring import RewardScorer
         if rcfg.scorer != "verdict":
-            raise ValueError(f"online RL's reward-model rewards read a verdict RM's label (rm.model.scorer = 'verdict'), "
-                             f"got {rcfg.scorer!r}")
+            raise ValueError(f"online RL's reward-model rewards read a verdict RM's label (rm.model.scorer = "
+                             f"'verdict'), got {rcfg.scorer!r}")
         self.agent, self.pcfg, self.rcfg = rm_agent, pcfg, rcfg
         self.scorer = RewardScorer(rm_agent, {}, pcfg, rcfg)
         self.label_ids = (self.scorer.pos_id, self.scorer.neg_id)
