@@ -167,3 +167,11 @@ def test_the_verifier_scores_candidates_by_the_policys_probability(agent, data):
         want.append(float(np.exp(_reference_logprob(agent, TrainSample(g.prompt_ids, g.response_ids)))))
     assert want[0] != want[1]
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-30)
+
+
+def test_online_rl_rewards_refuse_a_likelihood_rm():
+    """Online RL's RM rewards (and the critic built from them) read the verdict label's logits: a likelihood RM is
+    refused with the field to change, not silently read as a verdict RM."""
+    from gui_jax.train.online.rewards import RMTrajectoryScorer
+    with pytest.raises(ValueError, match="rm.model.scorer = 'verdict'.*'policy_likelihood'"):
+        RMTrajectoryScorer(object(), UI, LIKELIHOOD)
