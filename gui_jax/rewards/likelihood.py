@@ -16,6 +16,7 @@ policy start keeps its look-up and learns where it would take a wrong step.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Mapping, Optional, Sequence
 
 import jax
@@ -85,11 +86,10 @@ def likelihood_bce_loss(graphdef, rest):
     return loss
 
 
-def _sequence_logprobs(graphdef, params, rest, batch) -> jax.Array:
+@partial(jax.jit, static_argnums=0)
+def _sequence_logprobs_jit(graphdef, params, rest, batch) -> jax.Array:
+    """sequence_logprobs with the model split (graphdef static: one program per model structure and shape)."""
     return sequence_logprobs(nnx.merge(graphdef, params, rest), batch)
-
-
-_sequence_logprobs_jit = jax.jit(_sequence_logprobs, static_argnums=0)
 
 
 class LikelihoodScorer:

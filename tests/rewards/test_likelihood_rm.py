@@ -12,14 +12,13 @@ from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
 from gui_jax.rewards.likelihood import LikelihoodScorer, likelihood_bce, log1mexp, record_prompt_response
 from gui_jax.rewards.rm_scoring import RewardModelConfig
-from gui_jax.rl.agent import Agent
 from gui_jax.rl.batch import TrainSample, build_batch
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online_rollout import expert_element
-from gui_jax.train.config_blocks import model_block
 from gui_jax.train.sft import expert_history
 
 from support.fake_policy import make_episode
+from support.oracle_policy import small_agent
 
 UI = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
                   system_prompt=False, max_ui_lines=4)
@@ -27,9 +26,7 @@ UI = PromptConfig(observation="ui_text", target="element", history_turns=0, hist
 
 @pytest.fixture(scope="module")
 def agent():
-    m = model_block()
-    m.num_hidden_layers, m.vision_depth = 2, 2
-    return Agent(ml_collections.ConfigDict({"model": m}), seed=0)
+    return small_agent(seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +137,7 @@ def test_unlikelihood_training_lowers_the_probability_of_a_negative_candidate(da
     import dataclasses
     eps, lookup, recs = data
     negative = next(r for r in recs if not r.label and r.source == "rule")
-    m = model_block()
-    m.num_hidden_layers, m.vision_depth = 2, 2
-    agent = Agent(ml_collections.ConfigDict({"model": m}), seed=1)
+    agent = small_agent(seed=1)
     sc = LikelihoodScorer(agent, lookup, UI, batch_size=1)
     _train(agent, [dataclasses.replace(negative, label=True)], lookup, tmp_path / "up", 40)
     raised = sc.log_scores([negative])[0]
