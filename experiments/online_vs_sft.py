@@ -1,14 +1,28 @@
-"""Online GRPO and AdaGRPO against their SFT start on PhoneSim (must-be-true #6 of the online-RL issue).
+"""Online GRPO and AdaGRPO against their SFT start on PhoneSim, from the shipped base (AWG, MobileRL).
 
     python -m gui_jax.experiment experiments/online_vs_sft.py [--parallel 2]
 
-The GRPO arm runs the online_rl job with its own short SFT; the AdaGRPO arm starts from that SFT's
-checkpoints (init.checkpoint_dir), so both RL stages and the start are evaluated greedily on the same
-held-out tasks. `start` is the GRPO run's evaluation before RL. Report:
-experiments/results/online_vs_sft.{md,json,png} (the former script's: online_vs_sft_*.json).
+The SFT start is the quickstart's (`builtin:tiny-base`, 500 expert episodes of ten easy templates, 400 steps):
+the `semi_online_rl` arm is the quickstart run of compare_sft_offline_semi.py (same settings, so its finished
+workdirs can be copied in), and both online arms start from its SFT checkpoints with the same RL budget as
+semi-online RL (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on the same task split: 1,426 training tasks,
+440 held-out tasks. The online_rl job evaluates its start and its end greedily on those tasks (the quickstart
+samples at temperature 1), so `start` (the SFT, greedy) pairs with `grpo` and `adagrpo`.
+Report: experiments/results/online_vs_sft.{md,json,png}.
 """
 
-RUN = {"online.iterations": 12, "data.num_test_episodes": 120}  # the script's defaults
+QUICKSTART_SPLIT = {  # configs/quickstart.py's data block: the same training pool and held-out tasks
+    "data.templates": ("messages.open_thread", "messages.last_message", "music.play", "music.artist",
+                       "clock.alarm_toggle", "tasks.complete", "tasks.priority", "expenses.amount",
+                       "settings.storage_answer", "settings.model_answer"),
+    "data.difficulties": ("easy",), "data.max_optimal_steps": 4,
+    "data.train_seed_range": (0, 400), "data.test_seed_range": (1000, 1060),
+    "data.num_train_episodes": 1426, "data.num_test_episodes": 440,
+}
+BUDGET = {"online.iterations": 240, "online.episodes_per_iteration": 8, "online.num_rollouts": 4,
+          "online.learning_rate": 1e-4}
+FROM_SFT = {"init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+            "seed_fields": ["seed", "online.seed"]}
 
 
 def get_spec():
@@ -16,13 +30,16 @@ def get_spec():
         "name": "online_vs_sft",
         "description": "Does online RL (GRPO, AdaGRPO) raise greedy online success over its SFT start?",
         "arms": {
-            "grpo": {"recipe": "configs/grpo_online.py", "overrides": dict(RUN)},
-            "adagrpo": {"recipe": "configs/adagrpo.py", "overrides": dict(RUN),
-                        "init_from": {"arm": "grpo", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}},
+            "semi_online_rl": {"recipe": "configs/quickstart.py",
+                               "overrides": {"offline_rl_baseline": True, "rl.iterations": 240},
+                               "stage": "semi_online_rl", "seed_fields": ["seed", "sft.seed", "rl.seed"]},
+            "grpo": {"recipe": "configs/grpo_online.py", "overrides": {**QUICKSTART_SPLIT, **BUDGET},
+                     "stage": "grpo", **FROM_SFT},
+            "adagrpo": {"recipe": "configs/adagrpo.py", "overrides": {**QUICKSTART_SPLIT, **BUDGET},
+                        "stage": "adagrpo", **FROM_SFT},
             "start": {"results_of": "grpo", "stage": "start"},
         },
         "seeds": [0],
-        "seed_fields": ["seed", "sft.seed", "online.seed"],
-        "evaluation": {"metric": "online_success"},  # online_rl: {task id: 0/1} per stage; last stage = the RL one
+        "evaluation": {"metric": "online_success"},
         "comparisons": [["start", "grpo"], ["start", "adagrpo"], ["grpo", "adagrpo"]],
     }

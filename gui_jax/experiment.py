@@ -186,6 +186,24 @@ def _paired(a: dict, b: dict, test: str) -> dict:
             "unpaired": len(set(a) ^ set(b))}
 
 
+def point_time(point_dir: str) -> dict | None:
+    """How long a finished point's job ran: {"wall_s", "cpus", "load_before", "load_after", "source"} from its
+    sweep_point.json; for points finished before the runner recorded time, the summed stage wall times of the
+    job's results.json "profile" (cores and load unknown); None when neither says."""
+    st = gs.point_status(point_dir)
+    if "wall_s" in st:
+        return {k: st.get(k) for k in ("wall_s", "cpus", "load_before", "load_after")} | {"source": "runner"}
+    try:
+        with open(os.path.join(point_dir, "results.json")) as f:
+            profile = json.load(f).get("profile", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    walls = [v["wall_s"] for v in profile.values() if isinstance(v, dict) and "wall_s" in v] \
+        if isinstance(profile, dict) else []
+    return {"wall_s": round(sum(walls), 1), "cpus": None, "load_before": None, "load_after": None,
+            "source": "profile"} if walls else None
+
+
 def build_report(exp: Experiment, workdir: str) -> dict:
     arms, pooled = {}, {}
     for arm in exp.arms.values():
@@ -194,7 +212,9 @@ def build_report(exp: Experiment, workdir: str) -> dict:
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
                           "results_of": arm.results_of, "stages": sorted({st for st, _ in per.values()}),
                           "seeds_done": sorted(per), "pooled": _rate(list(pooled[arm.name].values())),
-                          "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()}}
+                          "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()},
+                          "time_per_seed": {} if arm.results_of else
+                          {str(s): point_time(point_dir(workdir, Point(arm.name, s))) for s in per}}
     comps = []
     for a, b in exp.comparisons:
         row = {"a": a, "b": b, "test": exp.test, **_paired(pooled[a], pooled[b], exp.test), "per_seed": {}}
@@ -212,6 +232,15 @@ def _ci(r) -> str:
     return f"{r['SR']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]" if r["n"] else "—"
 
 
+def _time(t: dict | None) -> str:
+    if not t:
+        return "not recorded"
+    if t["source"] == "profile":
+        return f"{t['wall_s'] / 60:.1f} min (its stages; cores and load not recorded)"
+    return (f"{t['wall_s'] / 60:.1f} min ({t['cpus']} core{'s' if t['cpus'] != 1 else ''}, "
+            f"{t['load_before']:.1f} → {t['load_after']:.1f})")
+
+
 def markdown(report: dict) -> str:
     lines = [f"# Experiment `{report['name']}`", ""]
     if report["description"]:
@@ -219,8 +248,9 @@ def markdown(report: dict) -> str:
     lines += [f"Command: `{report['command']}`", "",
               f"Workdir `{report['workdir']}`, seeds {report['seeds']}; per-task successes `{report['metric']}` "
               f"on the held-out tasks, pooled over seeds; [lo, hi] = Wilson 95 % interval.", "",
-              "| arm | definition | stage | seeds done | SR pooled [95 %] | successes / tasks | per seed: SR [95 %] |",
-              "|---|---|---|---|---|---|---|"]
+              "| arm | definition | stage | seeds done | SR pooled [95 %] | successes / tasks | per seed: SR [95 %] "
+              "| per seed: wall time (CPU cores, load average before → after) |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, a in report["arms"].items():
         if a["results_of"]:
             how = f"stage of `{a['results_of']}`'s runs"
@@ -230,8 +260,9 @@ def markdown(report: dict) -> str:
                 how += f"; {a['init_from']['flag']} ← {a['init_from']['arm']}/{a['init_from']['path']}"
         per = "; ".join(f"{s}: {_ci(r)}" for s, r in a["per_seed"].items())
         p = a["pooled"]
+        times = "; ".join(f"{s}: {_time(t)}" for s, t in a.get("time_per_seed", {}).items()) or "(in its source's)"
         lines.append(f"| {name} | {how} | {', '.join(a['stages'])} | {len(a['seeds_done'])}/{len(report['seeds'])} "
-                     f"| {_ci(p)} | {p['successes']}/{p['n']} | {per} |")
+                     f"| {_ci(p)} | {p['successes']}/{p['n']} | {per} | {times} |")
     if report["comparisons"]:
         test = report["comparisons"][0]["test"]
         how = "exact McNemar" if test == "mcnemar" else "paired bootstrap"

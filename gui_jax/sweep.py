@@ -30,6 +30,7 @@ import math
 import os
 import shlex
 import subprocess
+import time
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,13 +227,19 @@ def _call(cmd: list, log) -> int:
 
 def run_command(cmd: list, point_dir: str, info: dict | None = None) -> int:
     """Runs `cmd` with its output appended to point_dir/sweep_log.txt, then records the outcome in
-    point_dir/sweep_point.json (written atomically, so a kill never leaves a half-written "done")."""
+    point_dir/sweep_point.json (written atomically, so a kill never leaves a half-written "done"), with what
+    a reader needs to judge its time: wall seconds, the CPU cores it could use, the 1-minute load average
+    before and after (a time measured beside other jobs is not the job's own)."""
     os.makedirs(point_dir, exist_ok=True)
+    load_before, started = os.getloadavg()[0], time.monotonic()
     with open(os.path.join(point_dir, "sweep_log.txt"), "a") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
         rc = _call(cmd, log)
-    status = {"status": "done" if rc == 0 else "failed", "returncode": rc, **(info or {}), "command": shlex.join(cmd)}
+    timing = {"wall_s": round(time.monotonic() - started, 1), "cpus": len(os.sched_getaffinity(0)),
+              "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
+    status = {"status": "done" if rc == 0 else "failed", "returncode": rc, **(info or {}), **timing,
+              "command": shlex.join(cmd)}
     path = os.path.join(point_dir, "sweep_point.json")
     with open(path + ".tmp", "w") as f:
         json.dump(status, f, indent=1)

@@ -147,7 +147,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
                                       "stop_after_steps"]
     assert rl.text_match == "substring" and rl.merge_duplicates is True  # UI-S1's matcher; an exact speed-up
     assert rl.revisit_uniform == 1.0 and rl.drop_cancelled is False  # selective rollouts off; cancelled steps kept
-    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [14, 18, 21, 41, 11]
+    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [14, 18, 22, 42, 11]
     # None-able fields are typed FieldReferences: None and back, and no other type
     rl.dual_clip = None
     rl.dual_clip = 2.0
@@ -157,7 +157,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
     assert isinstance(B.rl_block()._fields["require_thought"], ml_collections.FieldReference)
     # the online block: rl's shared fields first, then the algorithm's hook on the declared defaults
     grpo, ada, ppo = online_block("grpo"), online_block("adagrpo"), online_block("ppo")
-    assert list(grpo._fields)[:2] == ["seed", "iterations"] and len(grpo) == 61
+    assert list(grpo._fields)[:2] == ["seed", "iterations"] and len(grpo) == 62
     assert grpo.fcf is False and ada.fcf is True and ppo.kl_coef == 0.0 and ada.kl_coef == 1e-4
     assert ada.num_rollouts == 8 and ada.curriculum_switch_iterations == (50, 100) and ada.dual_clip == 3.0
     assert env_block().resolution == (540, 1200) and env_block().server_urls == ()

@@ -208,3 +208,27 @@ def test_every_shipped_spec_parses_against_its_recipes():
     for path in specs:
         exp = ge.load_spec(str(path))
         assert exp.comparisons and ge.plan(exp), path.name
+
+
+def test_a_points_time_is_recorded_with_its_cores_and_load_and_reported(tmp_path, monkeypatch):
+    clock = iter([100.0, 1900.0])  # the job "runs" 30 minutes
+    loads = iter([(1.5, 0, 0), (2.25, 0, 0)])
+    monkeypatch.setattr(gs.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(gs.os, "getloadavg", lambda: next(loads))
+    monkeypatch.setattr(gs.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(gs, "_call", lambda cmd, log: 0)
+    d = tmp_path / "x" / "seed=3"
+    assert gs.run_command(["job"], str(d), {"arm": "x"}) == 0
+    assert ge.point_time(str(d)) == {"wall_s": 1800.0, "cpus": 1, "load_before": 1.5, "load_after": 2.25,
+                                     "source": "runner"}
+    assert ge._time(ge.point_time(str(d))) == "30.0 min (1 core, 1.5 → 2.2)"
+    # a point finished before the runner kept time: the job's own stage times, said to be only that
+    old = tmp_path / "y" / "seed=0"
+    old.mkdir(parents=True)
+    (old / "sweep_point.json").write_text('{"status": "done"}')
+    (old / "results.json").write_text(json.dumps({"stages": {}, "profile": {"train_sft": {"wall_s": 600.0},
+                                                                            "eval_sft": {"wall_s": 60.0}}}))
+    assert ge.point_time(str(old))["wall_s"] == 660.0
+    assert ge._time(ge.point_time(str(old))) == "11.0 min (its stages; cores and load not recorded)"
+    (old / "results.json").unlink()
+    assert ge.point_time(str(old)) is None and ge._time(None) == "not recorded"

@@ -28,7 +28,7 @@ from gui_jax.config_check import RunError
 SNAPSHOT_FILE = "config.json"
 CACHE_KEY_FILE = "cache_key.json"
 # Leaf names that steer a run without changing its results (stop-and-resume knobs, progress bars).
-RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress")
+RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress", "checkpoints_kept")
 # Jobs whose outputs depend on the whole config (checkpoints, results): a changed field stops them.
 # Values: the workdir entries the old settings made, discarded by --overwrite.
 TRAINING_JOB_OUTPUTS = {
@@ -418,15 +418,18 @@ def check_reachable(config) -> None:
 
 # ------------------------------------------------------------------------------------------ stage checkpoints
 
-def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir"):
-    """(params, step) of the latest checkpoint in a training stage's checkpoints folder; the folder
-    must exist and hold a step (checked first: a read-only path is never created)."""
+def load_stage_params(checkpoint_dir: str, *, field: str = "eval.checkpoint_dir", step: Optional[int] = None):
+    """(params, step) of the latest checkpoint (or of `step`) in a training stage's checkpoints folder; the
+    folder must exist and hold that step (checked first: a read-only path is never created)."""
     from gui_jax.config_check import checkpoint_dir_problem, checkpoint_steps
     problem = checkpoint_dir_problem(checkpoint_dir)
     if problem:
         raise RunError(f"config.{field} = {checkpoint_dir!r}: {problem}")
     import orbax.checkpoint as ocp
-    step = checkpoint_steps(checkpoint_dir)[-1]
+    steps = checkpoint_steps(checkpoint_dir)
+    if step is not None and step not in steps:
+        raise RunError(f"config.{field} = {checkpoint_dir!r}: no step {step} there (it holds {steps})")
+    step = steps[-1] if step is None else step
     mgr = ocp.CheckpointManager(os.path.abspath(checkpoint_dir),
                                 options=ocp.CheckpointManagerOptions(create=False, read_only=True))
     try:

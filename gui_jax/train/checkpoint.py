@@ -27,7 +27,8 @@ class Checkpointer:
                  metadata: Optional[dict] = None, save_every_seconds: float = 0.0,
                  clock=time.monotonic):
         """save_every: steps between saves (0: never by count); save_every_seconds > 0 also saves once that
-        much time has passed since the last save, so hours-long runs on slow machines lose at most that."""
+        much time has passed since the last save, so hours-long runs on slow machines lose at most that.
+        max_to_keep: the newest checkpoints kept on disk; 0 = all of them."""
         self.directory = os.path.abspath(directory)
         self.save_every = save_every
         self.save_every_seconds = float(save_every_seconds)
@@ -35,7 +36,7 @@ class Checkpointer:
         self._last_save = clock()
         self.metadata = dict(metadata or {})  # merged into every step's `extra` (checkpoint_metadata)
         self.manager = ocp.CheckpointManager(
-            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
+            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep or None, create=True))
 
     def should_save(self, step: int) -> bool:
         if self.save_every > 0 and step % self.save_every == 0:

@@ -87,10 +87,10 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
         row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
         after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0,
-        end_after_seconds: float = 0.0) -> TrainState:
+        end_after_seconds: float = 0.0, checkpoints_kept: int = 3) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
 
-    Checkpoints every `checkpoint_every` steps and, with `checkpoint_seconds` > 0, also once that much
+    Checkpoints every `checkpoint_every` steps (the newest `checkpoints_kept` stay on disk; 0 = all) and, with `checkpoint_seconds` > 0, also once that much
     wall time has passed since the last save. `after_step(state, metrics)` sees the updated state (for
     evaluations during training); `on_step(step, metrics)` only the step. `first_step`: the step number a fresh
     run (no checkpoint yet) starts counting from, e.g. when it continues from a weights-only snapshot.
@@ -101,6 +101,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
     """
     install_sigterm_handler()
     ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=checkpoint_every,
+                        max_to_keep=checkpoints_kept,
                         save_every_seconds=checkpoint_seconds,
                         metadata=checkpoint_metadata(agent))
     # A copy: the updater donates (consumes) its params, and agent.params must stay valid.

@@ -123,8 +123,8 @@ def micro_batches(agent, samples: Sequence[TrainSample], cfg, ref: Optional[RefL
 class IterationCheckpoints:
     """Checkpoint {train state, iteration, side state} every `every` iterations; resume."""
 
-    def __init__(self, workdir: str, every: int):
-        self.ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=max(every, 1))
+    def __init__(self, workdir: str, every: int, kept: int = 3):
+        self.ckpt = Checkpointer(os.path.join(workdir, "checkpoints"), save_every=max(every, 1), max_to_keep=kept)
 
     def start(self, agent, updater: Updater, seed: int) -> tuple[TrainState, dict]:
         state = init_train_state(agent.copy_params(), updater.optimizer, seed)
@@ -174,7 +174,7 @@ class RLRun:
         self.old_logp = None
         if cfg.get("recompute_old_logprobs", False):
             self.old_logp = self.ref if self.ref is not None else RefLogprobs(agent, None)
-        self.ck = IterationCheckpoints(workdir, cfg.checkpoint_every)
+        self.ck = IterationCheckpoints(workdir, cfg.checkpoint_every, int(cfg.get("checkpoints_kept", 3)))
         self.state, extra = self.ck.start(agent, self.updater, cfg.seed)
         self.data = iter(make_pipeline(_Indices(n_episodes), seed=cfg.seed,
                                        batch_size=min(cfg.episodes_per_iteration, n_episodes), shard_index=0,

@@ -200,6 +200,7 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
     state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,
                 checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"),
+                checkpoints_kept=int(cfg.get("checkpoints_kept", 3)),
                 packing=bool(cfg.get("packing", False)), row_length=cfg.get("row_length") or None)
     agent.set_params(state.params)
     return {"steps": state.step, "examples": len(source), **({"copy_warmup": warm} if warm else {})}

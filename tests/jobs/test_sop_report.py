@@ -56,3 +56,68 @@ def test_report_job_over_runs(tmp_path):
     assert out["n"] == 4 and out["slope"] == pytest.approx(1.0) and out["r2"] == pytest.approx(1.0)
     assert "R² = 1.000" in p.stdout and "n = 4 checkpoints" in p.stdout
     assert (tmp_path / "out" / "sop_vs_online.png").stat().st_size > 1000
+
+
+def test_r2_bootstrap_interval_matches_a_plain_loop():
+    from gui_jax.eval.correlation import r2_bootstrap_interval
+    assert r2_bootstrap_interval([0, 1, 2, 3, 4], [1, 3, 5, 7, 9], n_boot=200) == pytest.approx((1.0, 1.0))
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 14)
+    y = 0.8 * x + rng.normal(0, 0.1, 14)
+    lo, hi = r2_bootstrap_interval(x, y, n_boot=500, seed=5)
+    # the same resamples, one at a time through linear_fit
+    idx = np.random.default_rng(5).integers(0, 14, size=(500, 14))
+    r2 = [linear_fit(x[i], y[i])["r2"] for i in idx if np.ptp(x[i]) > 0 and np.ptp(y[i]) > 0]
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(r2, [0.025, 0.975])), abs=1e-12)
+    assert lo < linear_fit(x, y)["r2"] < hi
+
+
+def test_report_evaluates_every_kept_step_once(tmp_path, monkeypatch):
+    """report.checkpoints: each kept step of each folder is loaded (that step's weights) and evaluated once;
+    a second run reuses the cached points; the fit carries R²'s bootstrap interval and a markdown table."""
+    import jax
+    import gui_jax.eval.suite as suite
+    from gui_jax.jobs import sop_report
+    from gui_jax.jobs.common import load_stage_params
+    from gui_jax.rl.agent import Agent
+    from gui_jax.train.checkpoint import Checkpointer
+    from gui_jax.train.state import init_train_state, make_optimizer
+    from tests.jobs.test_evaluate_job import tiny_eval_config
+
+    config = tiny_eval_config()
+    config.job = "sop_report"
+    agent = Agent(config, seed=config.seed)
+    folder = tmp_path / "run" / "sft" / "checkpoints"
+    ck = Checkpointer(str(folder), max_to_keep=0)
+    for step in (10, 20, 30):  # weights shifted by the step: the evaluation can tell which step it got
+        shifted = jax.tree.map(lambda x, s=step: x + s, agent.params)
+        ck.save(init_train_state(shifted, make_optimizer(1e-3), seed=0), {}, force=True, ckpt_id=step)
+    ck.close()
+    calls = []
+
+    def fake_evaluate(agent, test_eps, test_tasks, pcfg, config):
+        first = float(np.asarray(jax.tree.leaves(agent.params)[0]).ravel()[0])
+        calls.append(first)
+        return {"SOP_Score": first / 100, "online_SR": first / 200 + 0.1}
+    monkeypatch.setattr(suite, "evaluate_agent", fake_evaluate)
+    base = float(np.asarray(jax.tree.leaves(agent.params)[0]).ravel()[0])
+    config.report = {"runs": (), "checkpoints": (str(tmp_path / "run" / "*" / "checkpoints"),),
+                     "x_metric": "SOP_Score", "y_metric": "online_SR", "skip_stages": (), "bootstrap": 100}
+    import ml_collections
+    config.report = ml_collections.ConfigDict(config.report)
+    work = tmp_path / "work"
+    work.mkdir()
+    sop_report.run(config, str(work))
+    assert calls == pytest.approx([base + 10, base + 20, base + 30])
+    out = json.loads((work / "sop_vs_online.json").read_text())
+    assert out["n"] == 3 and out["r2"] == pytest.approx(1.0) and out["slope"] == pytest.approx(0.5)
+    assert out["r2_ci95"] == pytest.approx([1.0, 1.0])
+    assert sorted(p.name for p in (work / "points").iterdir()) == [f"{sop_report._slug(str(folder))}-{s}"
+                                                                   for s in (10, 20, 30)]
+    assert json.loads((work / "points" / f"{sop_report._slug(str(folder))}-20" / "eval.json").read_text()
+                      )["weights"]["step"] == 20
+    assert "over 3 evaluated checkpoints" in (work / "sop_vs_online.md").read_text()
+    sop_report.run(config, str(work))          # cached: nothing evaluated again
+    assert len(calls) == 3
+    with pytest.raises(Exception, match="no step 15 there"):
+        load_stage_params(str(folder), step=15)

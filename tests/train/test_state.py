@@ -1,4 +1,6 @@
 """Gradient accumulation is exact; checkpoints restore the exact state."""
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,6 +97,17 @@ def test_checkpoint_time_trigger_uses_the_clock(tmp_path):
     assert not ck.should_save(10)         # the save restarts the clock
     assert ck.should_save(1000)           # the step count still triggers
     assert not Checkpointer(str(tmp_path / "ck2"), save_every=0, clock=lambda: 1e9).should_save(5)
+
+
+def test_checkpoints_kept_bounds_the_folder_and_zero_keeps_every_one(tmp_path):
+    params, _ = _setup()
+    state = init_train_state(params, make_optimizer(1e-3), 0)
+    for kept, left in ((2, [4, 5]), (0, [1, 2, 3, 4, 5])):
+        ck = Checkpointer(str(tmp_path / f"k{kept}"), save_every=1, max_to_keep=kept)
+        for step in range(1, 6):
+            ck.save(state, ckpt_id=step)
+        assert sorted(ck.manager.all_steps()) == left
+        assert sorted(int(d) for d in os.listdir(tmp_path / f"k{kept}") if d.isdigit()) == left
 
 
 def test_logger_writes_jsonl_tb_and_png(tmp_path):

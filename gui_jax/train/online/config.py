@@ -25,7 +25,8 @@ ROLLOUT_MODES = ("sync", "async")
 # Fields of rl_block the online trainers use (loss, optimizer, checkpoints): the same declarations.
 _SHARED = ("seed", "iterations", "clip_low", "clip_high", "dual_clip", "kl_coef", "kl_kind", "aggregation",
            "learning_rate", "warmup_steps", "weight_decay", "max_grad_norm", "micro_batch_size",
-           "num_mini_batches", "recompute_old_logprobs", "checkpoint_every", "stop_after_steps")
+           "num_mini_batches", "recompute_old_logprobs", "checkpoint_every", "checkpoints_kept",
+           "stop_after_steps")
 
 ONLINE = Block("online", [
     *RL.select(_SHARED),
