@@ -60,8 +60,9 @@ def _slug(folder: str) -> str:
 
 
 def evaluate_checkpoints(config, workdir: str, patterns) -> list[str]:
-    """Evaluates every kept step of each checkpoints folder matching `patterns` (SOP, step metrics, online SR on
-    the config's held-out split); returns the point folders, each with its eval.json (kept ones are reused)."""
+    """Evaluates every kept step of each checkpoints folder matching `patterns` (a pattern naming a step folder,
+    <stage>/checkpoints/<step>, takes that step alone) with SOP, step metrics and online SR on the config's held-out
+    split; returns the point folders, each with its eval.json (ones already written are reused)."""
     from gui_jax.config_check import checkpoint_steps
     from gui_jax.core.progress import progress
     from gui_jax.eval.suite import evaluate_agent
@@ -74,7 +75,11 @@ def evaluate_checkpoints(config, workdir: str, patterns) -> list[str]:
         if not folders:
             raise RunError(f"report.checkpoints: {pattern!r} matches no directory")
         for folder in folders:
-            steps = checkpoint_steps(folder)
+            base, name = os.path.split(os.path.normpath(folder))
+            if name.isdigit() and int(name) in checkpoint_steps(base):   # one step of a folder
+                folder, steps = base, [int(name)]
+            else:
+                steps = checkpoint_steps(folder)
             if not steps:
                 raise RunError(f"report.checkpoints: {folder!r} holds no checkpoint step")
             todo += [(folder, s, os.path.join(workdir, "points", f"{_slug(folder)}-{s}")) for s in steps]

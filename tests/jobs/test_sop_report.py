@@ -47,6 +47,7 @@ def test_report_job_over_runs(tmp_path):
                    f"{str(ROOT / 'configs' / 'sop_report.py')!r})\nm = importlib.util.module_from_spec(spec)\n"
                    f"spec.loader.exec_module(m)\n"
                    f"def get_config():\n    c = m.get_config()\n    c.report.runs = ({str(tmp_path / 'runs' / '*')!r},)\n"
+                   f"    c.report.checkpoints = ()\n"
                    f"    return c\n")
     p = subprocess.run([sys.executable, "-m", "gui_jax.main", f"--config={cfg}", f"--workdir={tmp_path / 'out'}"],
                        capture_output=True, text=True, cwd=ROOT)
@@ -118,6 +119,10 @@ def test_report_evaluates_every_kept_step_once(tmp_path, monkeypatch):
                       )["weights"]["step"] == 20
     assert "over 3 evaluated checkpoints" in (work / "sop_vs_online.md").read_text()
     sop_report.run(config, str(work))          # cached: nothing evaluated again
+    assert len(calls) == 3
+    # a step folder names that step alone (here already evaluated: nothing runs)
+    assert sop_report.evaluate_checkpoints(config, str(work), (str(folder / "20"),)) == [
+        str(work / "points" / f"{sop_report._slug(str(folder))}-20")]
     assert len(calls) == 3
     with pytest.raises(Exception, match="no step 15 there"):
         load_stage_params(str(folder), step=15)
