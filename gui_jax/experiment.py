@@ -17,8 +17,8 @@ A spec file defines `get_spec()` returning a dict:
     seed_fields  [flags] (default ["seed"]); an arm's own `seed_fields` replaces it for that arm
     evaluation   {"metric": the results.json field of per-task successes (default "online_success": a 0/1
                   list with `online_task_ids`, or {task id: 0/1} as online_rl writes it; not a rate),
-                  "stage": the stage read (default: the last stage holding the metric; a results.json
-                  that is one evaluation, as the evaluate job writes, is the stage "result"),
+                  "stage": the stage read (default: the last stage holding the metric; a results.json or the
+                  evaluate job's eval.json that is one evaluation is the stage "result"),
                   "test": "mcnemar" (default) or "bootstrap", the method of gui_jax.eval.suite.paired_test}
     comparisons  [[a, b], ...]: b against a on the same held-out tasks, paired by (seed, task id) and pooled
                  over seeds
@@ -143,6 +143,8 @@ def arm_outcomes(exp: Experiment, workdir: str, arm: Arm) -> dict:
     for seed in exp.seeds:
         d = point_dir(workdir, Point(arm.runs, seed))
         path = os.path.join(d, "results.json")
+        if not os.path.exists(path):  # the evaluate job writes its one evaluation as eval.json
+            path = os.path.join(d, "eval.json")
         if not (gs.point_dir_done(d) and os.path.exists(path)):
             continue
         with open(path) as f:

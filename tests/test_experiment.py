@@ -197,6 +197,9 @@ def test_an_evaluate_jobs_flat_results_are_the_stage_result(tmp_path):
     (d / "sweep_point.json").write_text('{"status": "done"}')
     (d / "results.json").write_text(json.dumps({"online_success": [1, 0], "online_task_ids": ["a", "b"]}))
     assert ge.arm_outcomes(exp, str(tmp_path), exp.arms["x"]) == {3: ("result", {"a": 1, "b": 0})}
+    (d / "results.json").unlink()  # the evaluate job's own file name
+    (d / "eval.json").write_text(json.dumps({"online_success": [0, 1], "online_task_ids": ["a", "b"]}))
+    assert ge.arm_outcomes(exp, str(tmp_path), exp.arms["x"]) == {3: ("result", {"a": 0, "b": 1})}
 
 
 def test_every_shipped_spec_parses_against_its_recipes():

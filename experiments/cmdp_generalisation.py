@@ -1,0 +1,47 @@
+"""How far do SFT and RL carry from the base? AndroidWorld-Generalization's CMDP levels on PhoneSim: unseen
+instances, unseen templates of the trained apps, unseen apps (the paper: 7B GRPO over SFT +26.1 / +15.7 / +8.3).
+
+    python -m gui_jax.experiment experiments/cmdp_generalisation.py [--parallel 2]
+
+The policies are those of experiments/online_vs_sft.py (same arm settings, so finished workdirs can be copied in):
+the quickstart's SFT, semi-online RL from it (`semi_online_rl`) and online GRPO from it (`grpo`), trained on ten
+easy templates of six apps. Unseen instances are their own held-out tasks (greedy, in those runs); the other two
+levels are evaluate-job arms on 440 held-out tasks of easy templates (<= 4 expert steps) they never trained on.
+Report: experiments/results/cmdp_generalisation.{md,json,png}.
+"""
+import os
+
+from gui_jax.core.recipe_files import load_python_file
+
+ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
+LEVELS = {  # easy templates with <= 4 expert steps outside the quickstart's ten
+    "template": ("clock.alarm_count", "clock.stopwatch_start", "expenses.total", "settings.airplane_on",
+                 "settings.bluetooth_on", "settings.brightness", "settings.dark_theme_on", "settings.volume",
+                 "settings.wifi_off", "settings.wifi_on", "tasks.clear_done", "tasks.count_open"),
+    "app": ("calendar.event_location", "calendar.event_time", "contacts.phone_answer", "files.count", "files.size",
+            "notes.count", "notes.read", "recipes.prep_time", "recipes.servings", "recorder.duration"),
+}
+POLICIES = {"sft": ("semi_online_rl", "sft/checkpoints"), "semi_online_rl": ("semi_online_rl", "rl/checkpoints"),
+            "grpo": ("grpo", "online/checkpoints")}
+
+
+def get_spec():
+    shared = load_python_file(ONLINE_VS_SFT).get_spec()["arms"]
+    arms = {"semi_online_rl": shared["semi_online_rl"], "grpo": shared["grpo"],
+            "sft_instance": {"results_of": "semi_online_rl", "stage": "sft"},
+            "semi_online_rl_instance": {"results_of": "semi_online_rl", "stage": "semi_online_rl"},
+            "grpo_instance": {"results_of": "grpo", "stage": "grpo"}}
+    for level, templates in LEVELS.items():
+        for policy, (source, path) in POLICIES.items():
+            arms[f"{policy}_{level}"] = {
+                "recipe": "configs/evaluate.py", "overrides": {"data.templates": templates},
+                "init_from": {"arm": source, "path": path, "flag": "eval.checkpoint_dir"}, "seed_fields": ["seed"]}
+    levels = ("instance", *LEVELS)
+    return {
+        "name": "cmdp_generalisation",
+        "description": "Does RL's gain over SFT carry to unseen instances, templates and apps (AWG's CMDP levels)?",
+        "arms": arms,
+        "seeds": [0],
+        "evaluation": {"metric": "online_success"},
+        "comparisons": [[f"sft_{lv}", f"{rl}_{lv}"] for lv in levels for rl in ("semi_online_rl", "grpo")],
+    }
