@@ -39,7 +39,7 @@ def get_spec():
                         "stage": "adagrpo", **FROM_SFT},
             "start": {"results_of": "grpo", "stage": "start"},
         },
-        "seeds": [0],
+        "seeds": [0, 1, 2],
         "evaluation": {"metric": "online_success"},
         "comparisons": [["start", "grpo"], ["start", "adagrpo"], ["grpo", "adagrpo"]],
     }
