@@ -239,8 +239,9 @@ def _time(t: dict | None) -> str:
         return "not recorded"
     if t["source"] == "profile":
         return f"{t['wall_s'] / 60:.1f} min (its stages; cores and load not recorded)"
-    return (f"{t['wall_s'] / 60:.1f} min ({t['cpus']} core{'s' if t['cpus'] != 1 else ''}, "
-            f"{t['load_before']:.1f} → {t['load_after']:.1f})")
+    load = ("load not recorded" if t.get("load_before") is None else
+            f"{t['load_before']:.1f} → {t['load_after']:.1f}")
+    return f"{t['wall_s'] / 60:.1f} min ({t['cpus']} core{'s' if t['cpus'] != 1 else ''}, {load})"
 
 
 def markdown(report: dict) -> str:
