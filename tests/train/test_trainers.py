@@ -4,6 +4,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from gui_jax.config_check import checkpoint_steps
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
 from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, semi_online_rollouts
@@ -54,7 +55,10 @@ def _sft_cfg(steps):
 def test_sft_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
     pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
     ref = _agent()
-    train_sft(ref, episodes, pcfg, _sft_cfg(5), workdir=str(tmp_path / "a"))
+    every = _sft_cfg(5)
+    every.checkpoint_every, every.checkpoints_kept = 1, 0   # retention changes no number: only what stays on disk
+    train_sft(ref, episodes, pcfg, every, workdir=str(tmp_path / "a"))
+    assert checkpoint_steps(str(tmp_path / "a" / "checkpoints")) == [1, 2, 3, 4, 5]
     run = _agent()
     cfg = _sft_cfg(5)
     cfg.stop_after_steps = 3
@@ -62,6 +66,7 @@ def test_sft_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
         train_sft(run, episodes, pcfg, cfg, workdir=str(tmp_path / "b"))
     resumed = _agent(seed=1)  # a fresh process would start from different weights
     train_sft(resumed, episodes, pcfg, _sft_cfg(5), workdir=str(tmp_path / "b"))
+    assert checkpoint_steps(str(tmp_path / "b" / "checkpoints")) == [3, 4, 5]   # the newest 3 (the default)
     for x, y in zip(jax.tree.leaves(ref.params), jax.tree.leaves(resumed.params)):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
 
