@@ -37,7 +37,7 @@ def get_spec():
                      "stage": "grpo", **FROM_SFT},
             "adagrpo": {"recipe": "configs/adagrpo.py", "overrides": {**QUICKSTART_SPLIT, **BUDGET},
                         "stage": "adagrpo", **FROM_SFT},
-            "start": {"results_of": "grpo", "stage": "start"},
+            "start": {"results_of": "adagrpo", "stage": "start"},  # the SFT, greedy (grpo evaluates it alike)
         },
         "seeds": [0, 1, 2],
         "evaluation": {"metric": "online_success"},
