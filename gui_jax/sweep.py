@@ -30,8 +30,8 @@ import math
 import os
 import shlex
 import subprocess
-import time
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
