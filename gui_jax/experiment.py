@@ -200,7 +200,8 @@ def point_time(point_dir: str) -> dict | None:
             profile = json.load(f).get("profile", {})
     except (OSError, ValueError, AttributeError):
         return None
-    walls = [v["wall_s"] for v in profile.values() if isinstance(v, dict) and "wall_s" in v] \
+    # "this_run" is the quickstart's summary of its last segment (its stages again): not a stage of its own
+    walls = [v["wall_s"] for k, v in profile.items() if k != "this_run" and isinstance(v, dict) and "wall_s" in v] \
         if isinstance(profile, dict) else []
     return {"wall_s": round(sum(walls), 1), "cpus": None, "load_before": None, "load_after": None,
             "source": "profile"} if walls else None
@@ -400,7 +401,9 @@ def main(argv=None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if any(r["pooled"]["n"] for r in report["arms"].values()):
-            report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"] + argv)
+            # the command that makes these results: the same without --report_only (which only re-reads them)
+            report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"]
+                                           + [x for x in argv if x != "--report_only"])
             print(write_report(report, a.results_dir))
         else:
             print("no finished points to report yet")

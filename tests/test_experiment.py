@@ -230,7 +230,8 @@ def test_a_points_time_is_recorded_with_its_cores_and_load_and_reported(tmp_path
     old.mkdir(parents=True)
     (old / "sweep_point.json").write_text('{"status": "done"}')
     (old / "results.json").write_text(json.dumps({"stages": {}, "profile": {"train_sft": {"wall_s": 600.0},
-                                                                            "eval_sft": {"wall_s": 60.0}}}))
+                                                                            "eval_sft": {"wall_s": 60.0},
+                                                                            "this_run": {"wall_s": 660.0}}}))
     assert ge.point_time(str(old))["wall_s"] == 660.0
     assert ge._time(ge.point_time(str(old))) == "11.0 min (its stages; cores and load not recorded)"
     (old / "results.json").unlink()
