@@ -102,10 +102,10 @@ def test_report_evaluates_every_kept_step_once(tmp_path, monkeypatch):
         return {"SOP_Score": first / 100, "online_SR": first / 200 + 0.1}
     monkeypatch.setattr(suite, "evaluate_agent", fake_evaluate)
     base = float(np.asarray(jax.tree.leaves(agent.params)[0]).ravel()[0])
-    config.report = {"runs": (), "checkpoints": (str(tmp_path / "run" / "*" / "checkpoints"),),
-                     "x_metric": "SOP_Score", "y_metric": "online_SR", "skip_stages": (), "bootstrap": 100}
     import ml_collections
-    config.report = ml_collections.ConfigDict(config.report)
+    config.report = ml_collections.ConfigDict({
+        "runs": (), "checkpoints": (str(tmp_path / "run" / "*" / "checkpoints"),),
+        "x_metric": "SOP_Score", "y_metric": "online_SR", "skip_stages": (), "bootstrap": 100})
     work = tmp_path / "work"
     work.mkdir()
     sop_report.run(config, str(work))
