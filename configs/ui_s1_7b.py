@@ -54,6 +54,7 @@ def get_config(layout: str = ""):
     c.job = "quickstart"  # the same pipeline (episodes → SFT → semi-online RL → eval) at scale
     c.seed = 0
     c.offline_rl_baseline = False
+    c.semi_online_rl = True     # False (with offline_rl_baseline): SFT and the offline-RL baseline only
     c.data = ml_collections.ConfigDict({
         "split": "instance", "train_seed_range": (0, 200), "test_seed_range": (1000, 1020),
         "difficulties": ("easy", "medium", "hard"), "max_optimal_steps": 30, "templates": (),

@@ -7,6 +7,8 @@ The policies are those of experiments/online_vs_sft.py (same arm settings, so fi
 the quickstart's SFT, semi-online RL from it (`semi_online_rl`) and online GRPO from it (`grpo`), trained on ten
 easy templates of six apps. Unseen instances are their own held-out tasks (greedy, in those runs); the other two
 levels are evaluate-job arms on 440 held-out tasks of easy templates (<= 4 expert steps) they never trained on.
+Few-shot adaptation (configs/few_shot.py): the SFT fine-tuned on k = 5 demonstrations of each unseen app (one
+fine-tune per app, and one on all apps), against its zero-shot self on the unseen-app tasks.
 Report: experiments/results/cmdp_generalisation.{md,json,png}.
 """
 import os
@@ -26,7 +28,9 @@ POLICIES = {"sft": ("semi_online_rl", "sft/checkpoints"), "semi_online_rl": ("se
 
 
 def get_spec():
-    shared = load_python_file(ONLINE_VS_SFT).get_spec()["arms"]
+    online_vs_sft = load_python_file(ONLINE_VS_SFT)
+    shared = online_vs_sft.get_spec()["arms"]
+    split = online_vs_sft.QUICKSTART_SPLIT
     arms = {"semi_online_rl": shared["semi_online_rl"], "grpo": shared["grpo"],
             "sft_instance": {"results_of": "semi_online_rl", "stage": "sft"},
             "semi_online_rl_instance": {"results_of": "semi_online_rl", "stage": "semi_online_rl"},
@@ -36,6 +40,15 @@ def get_spec():
             arms[f"{policy}_{level}"] = {
                 "recipe": "configs/evaluate.py", "overrides": {"data.templates": templates},
                 "init_from": {"arm": source, "path": path, "flag": "eval.checkpoint_dir"}, "seed_fields": ["seed"]}
+    # Few-shot adaptation on the unseen apps (AWG): the SFT fine-tuned on k demonstrations of each unseen app
+    # (per app, and all apps at once), evaluated on the same 440 held-out tasks as the `*_app` arms.
+    arms["few_shot_per_app"] = {
+        "recipe": "configs/few_shot.py", "overrides": {**split, "data.templates": LEVELS["app"],
+                                                       "data.split": "instance"},
+        "init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+        "stage": "per_app", "seed_fields": ["seed"]}
+    arms["few_shot_all_app"] = {"results_of": "few_shot_per_app", "stage": "all_app"}
+    arms["zero_shot_app"] = {"results_of": "few_shot_per_app", "stage": "start"}
     levels = ("instance", *LEVELS)
     return {
         "name": "cmdp_generalisation",
@@ -43,5 +56,6 @@ def get_spec():
         "arms": arms,
         "seeds": [0],
         "evaluation": {"metric": "online_success"},
-        "comparisons": [[f"sft_{lv}", f"{rl}_{lv}"] for lv in levels for rl in ("semi_online_rl", "grpo")],
+        "comparisons": [[f"sft_{lv}", f"{rl}_{lv}"] for lv in levels for rl in ("semi_online_rl", "grpo")]
+        + [["zero_shot_app", "few_shot_per_app"], ["zero_shot_app", "few_shot_all_app"]],
     }

@@ -11,10 +11,13 @@ A spec file defines `get_spec()` returning a dict:
                         "init_from": {"arm": other, "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
                         "stage": results.json stage, "seed_fields": [flags]}}
                  init_from: at each seed, `flag` = <that arm's workdir at the same seed>/<path> (the arm runs
-                 after its source). An arm may instead read another stage of an arm's runs, without a job of
+                 after its source); a list of such dicts sets several flags from several arms (e.g. the
+                 policy from one arm, the reward model from another). An arm may instead read another stage of an arm's runs, without a job of
                  its own: {"results_of": arm, "stage": "sft"} (e.g. the SFT start inside a quickstart run).
     seeds        [ints]: every arm runs once per seed, the seed written to each of `seed_fields`
     seed_fields  [flags] (default ["seed"]); an arm's own `seed_fields` replaces it for that arm
+    report       (per arm, default True) False for an arm whose job makes an input of other arms (an export,
+                 a reward model): it runs like any arm but is not scored or compared
     evaluation   {"metric": the results.json field of per-task successes (default "online_success": a 0/1
                   list with `online_task_ids`, or {task id: 0/1} as online_rl writes it; not a rate),
                   "stage": the stage read (default: the last stage holding the metric; a results.json or the
@@ -41,7 +44,8 @@ import shlex
 import sys
 
 from gui_jax import sweep as gs
-from gui_jax.experiment_spec import Arm, Experiment, ExperimentError, Point, load_spec, parse_spec  # noqa: F401
+from gui_jax.experiment_spec import (Arm, Experiment, ExperimentError, Point, init_entries, load_spec,  # noqa: F401
+                                     parse_spec)
 from gui_jax.sweep import SweepError
 
 # ------------------------------------------------------------------------------------ points and jobs
@@ -55,9 +59,9 @@ def point_dir(workdir: str, p: Point) -> str:
     return os.path.join(workdir, p.arm, f"seed={p.seed}")
 
 
-def source_of(exp: Experiment, p: Point) -> Point | None:
-    init = exp.arms[p.arm].init_from
-    return Point(init["arm"], p.seed) if init else None
+def sources_of(exp: Experiment, p: Point) -> list:
+    """The points a point starts from (its arm's init_from sources at the same seed), in spec order."""
+    return [Point(init["arm"], p.seed) for init in exp.arms[p.arm].inits]
 
 
 def settings(exp: Experiment, p: Point) -> dict:
@@ -72,9 +76,8 @@ def point_command(exp: Experiment, workdir: str, p: Point, module: str = "gui_ja
     """The job's command line, built by the sweep's point_command (an arm at one seed = a one-point sweep)."""
     a = exp.arms[p.arm]
     overrides = dict(a.overrides)
-    src = source_of(exp, p)
-    if src is not None:
-        overrides[a.init_from["flag"]] = os.path.join(point_dir(workdir, src), a.init_from["path"])
+    for init, src in zip(a.inits, sources_of(exp, p)):
+        overrides[init["flag"]] = os.path.join(point_dir(workdir, src), init["path"])
     one = gs.Sweep(name=exp.name, points=[], overrides=overrides, seed_fields=a.seed_fields, metrics=[exp.metric])
     return gs.point_command(one, gs.SweepPoint((), p.seed), a.recipe, os.path.join(workdir, p.arm), module)
 
@@ -104,8 +107,8 @@ def write_commands(exp: Experiment, workdir: str, spec_path: str, todo: list) ->
                 "sharing the workdir;\n# a line ending in '# after X' starts once point X has finished. Then:\n"
                 f"# {shlex.join(base + ['--report_only'])}\n")
         for p in todo:
-            src = source_of(exp, p)
-            after = f"  # after {src.key}" if src is not None and src.key in keys else ""
+            waits = [src.key for src in sources_of(exp, p) if src.key in keys]
+            after = f"  # after {', '.join(waits)}" if waits else ""
             f.write(shlex.join(base + [f"--point={p.key}"]) + after + "\n")
     return path
 
@@ -138,8 +141,10 @@ def task_outcomes(result: dict, metric: str, where: str) -> dict:
 
 
 def arm_outcomes(exp: Experiment, workdir: str, arm: Arm) -> dict:
-    """{seed: (stage, {task: 0/1})} over the finished points of the arm's runs."""
+    """{seed: (stage, {task: 0/1})} over the finished points of the arm's runs ({} for an input-only arm)."""
     out = {}
+    if not exp.arms[arm.runs].report:
+        return out
     for seed in exp.seeds:
         d = point_dir(workdir, Point(arm.runs, seed))
         path = os.path.join(d, "results.json")
@@ -213,7 +218,7 @@ def build_report(exp: Experiment, workdir: str) -> dict:
         per = arm_outcomes(exp, workdir, arm)
         pooled[arm.name] = {(s, t): v for s, (_, o) in per.items() for t, v in o.items()}
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
-                          "results_of": arm.results_of, "stages": sorted({st for st, _ in per.values()}),
+                          "results_of": arm.results_of, "report": arm.report, "stages": sorted({st for st, _ in per.values()}),
                           "seeds_done": sorted(per), "pooled": _rate(list(pooled[arm.name].values())),
                           "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()},
                           "time_per_seed": {} if arm.results_of else
@@ -260,12 +265,13 @@ def markdown(report: dict) -> str:
             how = f"stage of `{a['results_of']}`'s runs"
         else:
             how = f"`{a['recipe']}`" + "".join(f" {k}={v!r}" for k, v in a["overrides"].items())
-            if a["init_from"]:
-                how += f"; {a['init_from']['flag']} ← {a['init_from']['arm']}/{a['init_from']['path']}"
+            for init in init_entries(a["init_from"]):
+                how += f"; {init['flag']} ← {init['arm']}/{init['path']}"
         per = "; ".join(f"{s}: {_ci(r)}" for s, r in a["per_seed"].items())
         p = a["pooled"]
         times = "; ".join(f"{s}: {_time(t)}" for s, t in a.get("time_per_seed", {}).items()) or "(in its source's)"
-        lines.append(f"| {name} | {how} | {', '.join(a['stages'])} | {len(a['seeds_done'])}/{len(report['seeds'])} "
+        stages = ", ".join(a["stages"]) if a.get("report", True) else "(an input of other arms, not scored)"
+        lines.append(f"| {name} | {how} | {stages} | {len(a['seeds_done'])}/{len(report['seeds'])} "
                      f"| {_ci(p)} | {p['successes']}/{p['n']} | {per} | {times} |")
     if report["comparisons"]:
         test = report["comparisons"][0]["test"]
@@ -379,19 +385,20 @@ def main(argv=None) -> int:
         if not match:
             print(f"error: no point {a.point!r}; points: {', '.join(p.key for p in points)}", file=sys.stderr)
             return 2
-        src = source_of(exp, match[0])
-        if match[0] in todo and src is not None and not gs.point_dir_done(point_dir(workdir, src)):
-            print(f"error: point {a.point} starts from {src.key}, which has not finished", file=sys.stderr)
+        waiting = [src.key for src in sources_of(exp, match[0]) if not gs.point_dir_done(point_dir(workdir, src))]
+        if match[0] in todo and waiting:
+            print(f"error: point {a.point} starts from {', '.join(waiting)}, which has not finished",
+                  file=sys.stderr)
             return 2
         todo = [p for p in match if p in todo]
     failed = []
     if not a.report_only:
         jobs = {p: (lambda p=p: run_one(exp, workdir, p, a.module)) for p in todo}
-        after = {p: source_of(exp, p) for p in todo if source_of(exp, p) is not None}
+        after = {p: sources_of(exp, p) for p in todo if sources_of(exp, p)}
         failed = gs.run_points(jobs, a.parallel, after, desc="experiment points")
     for p in failed:
-        src = source_of(exp, p)
-        why = (f"not run, its source {src.key} failed" if src in failed else
+        bad = [src.key for src in sources_of(exp, p) if src in failed]
+        why = (f"not run, its source {', '.join(bad)} failed" if bad else
                f"see {os.path.join(point_dir(workdir, p), 'sweep_log.txt')}")
         print(f"point {p.key} failed: {why}", file=sys.stderr)
     if a.point is None:  # one cluster point does not write the shared report; --report_only does at the end

@@ -13,7 +13,7 @@ from gui_jax import sweep as gs
 from gui_jax.sweep import SweepError
 
 SPEC_KEYS = ("name", "description", "arms", "seeds", "seed_fields", "evaluation", "comparisons")
-ARM_KEYS = ("recipe", "overrides", "init_from", "stage", "seed_fields")
+ARM_KEYS = ("recipe", "overrides", "init_from", "stage", "seed_fields", "report")
 VIEW_KEYS = ("results_of", "stage")
 INIT_KEYS = ("arm", "path", "flag")
 EVAL_KEYS = ("metric", "stage", "test")
@@ -25,15 +25,28 @@ class ExperimentError(SweepError):
     """A malformed spec (the message starts with the key at fault) or unusable job results."""
 
 
+def init_entries(init) -> list:
+    """init_from as a list of {arm, path, flag}: None -> [], one dict -> [it], a list as it is."""
+    if init is None:
+        return []
+    return list(init) if isinstance(init, (list, tuple)) else [init]
+
+
 @dataclass
 class Arm:
     name: str
     recipe: str = ""                  # "" for an arm that reads another arm's runs
     overrides: dict = field(default_factory=dict)
-    init_from: dict | None = None
+    init_from: dict | list | None = None   # one {arm, path, flag} or a list of them (as the spec wrote it)
     stage: str | None = None
     seed_fields: list = field(default_factory=list)
     results_of: str | None = None
+    report: bool = True               # False: the job makes an input of other arms (an export, a reward model)
+
+    @property
+    def inits(self) -> list:
+        """The init_from entries as a list (empty when the arm starts from its recipe alone)."""
+        return init_entries(self.init_from)
 
     @property
     def runs(self) -> str:
@@ -113,9 +126,8 @@ def _dependency_order(arms: dict) -> list:
             cycle = " → ".join(visiting[visiting.index(name):] + [name])
             raise ExperimentError(f"spec.arms.{name}.init_from: the arms start from each other ({cycle})")
         visiting.append(name)
-        src = (arms[name].get("init_from") or {}).get("arm")
-        if src is not None:
-            visit(src)
+        for init in init_entries(arms[name].get("init_from")):
+            visit(init.get("arm"))
         visiting.pop()
         order.append(name)
 
@@ -162,18 +174,27 @@ def parse_spec(spec) -> Experiment:
                 raise ExperimentError(f"{where}.stage: an arm that reads {src}'s runs needs the stage it reads")
             continue
         _keys(body, ARM_KEYS, where)
-        init = body.get("init_from")
-        if init is not None:
-            _keys(init, INIT_KEYS, f"{where}.init_from")
+        init_raw = body.get("init_from")
+        if init_raw is not None and not isinstance(init_raw, (dict, list, tuple)):
+            raise ExperimentError(f"{where}.init_from: must be {{arm, path, flag}} or a list of them, got {init_raw!r}")
+        entries = init_entries(init_raw)
+        for i, init in enumerate(entries):
+            at = f"{where}.init_from" + (f"[{i}]" if isinstance(init_raw, (list, tuple)) else "")
+            if not isinstance(init, dict):
+                raise ExperimentError(f"{at}: must be a dict {{arm, path, flag}}, got {init!r}")
+            _keys(init, INIT_KEYS, at)
             for k in INIT_KEYS:
                 if not isinstance(init.get(k), str) or not init.get(k):
-                    raise ExperimentError(f"{where}.init_from.{k}: missing (init_from needs arm, path and flag)")
+                    raise ExperimentError(f"{at}.{k}: missing (init_from needs arm, path and flag)")
             if init["arm"] not in raw or "results_of" in raw[init["arm"]] or init["arm"] == arm:
-                raise ExperimentError(f"{where}.init_from.arm: {init['arm']!r} is not another arm that runs jobs "
+                raise ExperimentError(f"{at}.arm: {init['arm']!r} is not another arm that runs jobs "
                                       f"(arms: {', '.join(raw)})")
             if os.path.isabs(init["path"]) or ".." in init["path"].split("/"):
-                raise ExperimentError(f"{where}.init_from.path: {init['path']!r} must be relative, inside the "
+                raise ExperimentError(f"{at}.path: {init['path']!r} must be relative, inside the "
                                       "source arm's workdir (e.g. sft/checkpoints)")
+        flags = [e["flag"] for e in entries]
+        if len(set(flags)) != len(flags):
+            raise ExperimentError(f"{where}.init_from: sets the flag {flags!r} twice")
     order = _dependency_order({a: b for a, b in raw.items() if "results_of" not in b})
     order += [a for a in raw if "results_of" in raw[a]]
     configs: dict = {}
@@ -191,15 +212,17 @@ def parse_spec(spec) -> Experiment:
         _check_flags(config, overrides, f"{where}.overrides")
         _check_flags(config, fields, f"{where}.seed_fields" if "seed_fields" in body else "spec.seed_fields")
         init = body.get("init_from")
-        if init:
-            _check_flags(config, [init["flag"]], f"{where}.init_from.flag")
+        init_flags = [e["flag"] for e in init_entries(init)]
+        _check_flags(config, init_flags, f"{where}.init_from.flag")
         for flag in overrides:
-            if flag in fields or (init and flag == init["flag"]):
+            if flag in fields or flag in init_flags:
                 raise ExperimentError(f"{where}.overrides: {flag!r} is set per seed (seed_fields / init_from.flag)")
         if body.get("stage") is not None and not isinstance(body["stage"], str):
             raise ExperimentError(f"{where}.stage: must be a stage name, got {body['stage']!r}")
-        arms[arm] = Arm(arm, recipe=body["recipe"], overrides=dict(overrides), init_from=dict(init) if init else None,
-                        stage=body.get("stage"), seed_fields=fields)
+        if not isinstance(body.get("report", True), bool):
+            raise ExperimentError(f"{where}.report: must be True or False, got {body['report']!r}")
+        arms[arm] = Arm(arm, recipe=body["recipe"], overrides=dict(overrides), init_from=_copy_init(init),
+                        stage=body.get("stage"), seed_fields=fields, report=body.get("report", True))
     comparisons = spec.get("comparisons", [])
     if not isinstance(comparisons, (list, tuple)):
         raise ExperimentError("spec.comparisons: must be a list of [arm_a, arm_b] pairs")
@@ -210,6 +233,10 @@ def parse_spec(spec) -> Experiment:
         for a in pair:
             if a not in arms:
                 raise ExperimentError(f"spec.comparisons[{i}]: unknown arm {a!r} (arms: {', '.join(raw)})")
+        quiet = [a for a in pair if not arms[arms[a].runs].report]
+        if quiet:
+            raise ExperimentError(f"spec.comparisons[{i}]: arm {quiet[0]!r} is not reported (its runs have "
+                                  "report: False: they make an input of other arms)")
         if pair[0] == pair[1]:
             raise ExperimentError(f"spec.comparisons[{i}]: compares {pair[0]!r} with itself")
         pairs.append((pair[0], pair[1]))
@@ -218,6 +245,13 @@ def parse_spec(spec) -> Experiment:
         raise ExperimentError("spec.description: must be a string")
     return Experiment(name=name, arms=arms, seeds=list(seeds), metric=metric, stage=stage, test=test,
                       comparisons=pairs, description=desc)
+
+
+def _copy_init(init):
+    """init_from as the spec wrote it (one dict or a list), copied; the form enters a point's settings."""
+    if not init:
+        return None
+    return [dict(e) for e in init] if isinstance(init, (list, tuple)) else dict(init)
 
 
 def load_spec(path: str) -> Experiment:

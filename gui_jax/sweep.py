@@ -252,9 +252,9 @@ SOURCE_FAILED = -1000  # the return code of a point skipped because the point it
 
 def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: str = "points") -> list:
     """Runs jobs {key: fn() -> return code} `parallel` at a time, in the dict's order; a key in
-    `after` ({key: source key}) starts once its source has finished and is skipped if the source
-    failed. Sources must come before their dependants in `jobs` (the pool takes jobs in order, so a
-    waiting dependant's source is already running and the wait cannot deadlock).
+    `after` ({key: source key, or a list of them}) starts once its sources have finished and is skipped if
+    one failed. Sources must come before their dependants in `jobs` (the pool takes jobs in order, so a
+    waiting dependant's sources are already running and the wait cannot deadlock).
     Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job
     starts after it, and the exception propagates."""
     from gui_jax.core.progress import progress
@@ -265,9 +265,10 @@ def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: s
     def one(key):
         if raised:  # checked in the worker, so no job slips in before the main thread sees the error
             return None
-        src = futs.get(after.get(key))
-        if src is not None and src.result() != 0:
-            return SOURCE_FAILED
+        srcs = after.get(key)
+        for src in srcs if isinstance(srcs, list) else [srcs]:
+            if src in futs and futs[src].result() != 0:
+                return SOURCE_FAILED
         try:
             return jobs[key]()
         except BaseException as e:

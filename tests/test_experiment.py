@@ -173,6 +173,56 @@ def test_commands_only_lists_points_in_dependency_order(tmp_path):
     assert ge.main([spec, f"--workdir={w}", "--point=c/seed=1"]) == 2  # its source has not run
 
 
+def test_an_arm_starting_from_two_arms_sets_both_flags_and_waits_for_both(tmp_path):
+    """init_from as a list: the policy from one arm, the reward model from another (PRM-PPO); the point's
+    command sets each flag to its source's workdir, commands.sh waits on both, and a missing source is named."""
+    spec = _spec(tmp_path, {"name": "two", "seeds": [3], "arms": {
+        "policy": {"recipe": GRPO}, "rm": {"recipe": GRPO},
+        "ppo": {"recipe": GRPO, "init_from": [
+            {"arm": "policy", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+            {"arm": "rm", "path": "rm/checkpoints", "flag": "online.rm_checkpoint_dir"}]}}})
+    w = tmp_path / "w"
+    exp = ge.load_spec(spec)
+    assert list(exp.arms) == ["policy", "rm", "ppo"]
+    cmd = ge.point_command(exp, str(w), ge.Point("ppo", 3))
+    assert f"--config.init.checkpoint_dir={w}/policy/seed=3/sft/checkpoints" in cmd
+    assert f"--config.online.rm_checkpoint_dir={w}/rm/seed=3/rm/checkpoints" in cmd
+    assert ge.main([spec, f"--workdir={w}", "--commands_only"]) == 0
+    last = (w / "commands.sh").read_text().splitlines()[-1]
+    assert last.endswith("--point=ppo/seed=3  # after policy/seed=3, rm/seed=3")
+    (w / "policy" / "seed=3").mkdir(parents=True)
+    (w / "policy" / "seed=3" / "sweep_point.json").write_text('{"status": "done"}')
+    assert ge.main([spec, f"--workdir={w}", "--commands_only"]) == 0
+    assert (w / "commands.sh").read_text().splitlines()[-1].endswith("--point=ppo/seed=3  # after rm/seed=3")
+    assert ge.main([spec, f"--workdir={w}", "--point=ppo/seed=3"]) == 2  # rm has not run
+    # an input-only arm (report: False) runs but is neither scored nor compared: its results.json holds no metric
+    quiet = {"name": "q", "seeds": [3], "arms": {"rm": {"recipe": GRPO, "report": False}, "ppo": {
+        "recipe": GRPO, "init_from": {"arm": "rm", "path": "rm/checkpoints", "flag": "online.rm_checkpoint_dir"}}}}
+    for arm, result in (("rm", {"metrics": {"step_f1": 0.8}}), ("ppo", {"online_success": {"t1": 1, "t2": 0}})):
+        d = tmp_path / "q" / arm / "seed=3"
+        d.mkdir(parents=True)
+        (d / "sweep_point.json").write_text('{"status": "done"}')
+        (d / "results.json").write_text(json.dumps(result))
+    report = ge.build_report(ge.parse_spec(quiet), str(tmp_path / "q"))
+    assert report["arms"]["rm"]["pooled"]["n"] == 0 and report["arms"]["rm"]["report"] is False
+    assert report["arms"]["ppo"]["pooled"]["successes"] == 1
+    report["command"] = "x"
+    assert "| rm | " in ge.markdown(report) and "(an input of other arms, not scored)" in ge.markdown(report)
+    with pytest.raises(ge.ExperimentError, match=r"spec.comparisons\[0\]: arm 'rm' is not reported"):
+        ge.parse_spec({**quiet, "comparisons": [["rm", "ppo"]]})
+    with pytest.raises(ge.ExperimentError, match=r"spec.arms.rm.report: must be True or False"):
+        ge.parse_spec({**quiet, "arms": {**quiet["arms"], "rm": {"recipe": GRPO, "report": "no"}}})
+    twice = {"name": "t", "seeds": [0], "arms": {"a": {"recipe": GRPO}, "b": {"recipe": GRPO, "init_from": [
+        {"arm": "a", "path": "x", "flag": "init.checkpoint_dir"}, {"arm": "a", "path": "y",
+                                                                    "flag": "init.checkpoint_dir"}]}}}
+    with pytest.raises(ge.ExperimentError, match=r"spec.arms.b.init_from: sets the flag"):
+        ge.parse_spec(twice)
+    bad = {"name": "t", "seeds": [0], "arms": {"a": {"recipe": GRPO}, "b": {"recipe": GRPO, "init_from": [
+        {"arm": "a", "path": "x", "flag": "init.checkpoint_dir"}, {"arm": "z", "path": "y", "flag": "seed"}]}}}
+    with pytest.raises(ge.ExperimentError, match=r"spec.arms.b.init_from\[1\].arm: 'z' is not another arm"):
+        ge.parse_spec(bad)
+
+
 def test_run_points_skips_the_dependants_of_a_failed_source():
     ran = []
     jobs = {k: (lambda k=k: ran.append(k) or (1 if k == "a" else 0)) for k in ("a", "b", "c", "d")}

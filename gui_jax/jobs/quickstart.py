@@ -84,8 +84,30 @@ def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
     return episodes
 
 
+def offline_reward_scorer(config, pcfg):
+    """The reward model that scores offline RL's samples (rl.offline_reward = rm: rl.rm_checkpoint_dir, scored as
+    rl.rm_scorer with the reward_model recipe's default prompt settings); None for the rule reward."""
+    if config.rl.get("offline_reward", "rule") != "rm":
+        return None
+    if not config.get("offline_rl_baseline"):
+        raise ValueError("config.rl.offline_reward = 'rm' rewards the offline-RL baseline: set "
+                         "config.offline_rl_baseline=True")
+    if not config.rl.get("rm_checkpoint_dir"):
+        raise ValueError("config.rl.rm_checkpoint_dir = '': rl.offline_reward = 'rm' needs the reward_model job's "
+                         "rm/checkpoints")
+    from gui_jax.jobs.verifier_eval import load_policy
+    from gui_jax.rewards.likelihood import make_scorer
+    from gui_jax.rewards.rm_scoring import RewardModelConfig
+    rm_agent, _ = load_policy(config, config.rl.rm_checkpoint_dir, "rl.rm_checkpoint_dir")
+    return make_scorer(rm_agent, {}, pcfg, RewardModelConfig(scorer=config.rl.rm_scorer))
+
+
 def run(config, workdir: str) -> None:
     start, cpu_start = time.time(), time.process_time()
+    semi_online = config.get("semi_online_rl", True)
+    if not (semi_online or config.get("offline_rl_baseline")):
+        raise ValueError("config.semi_online_rl = False and config.offline_rl_baseline = False: no RL stage to "
+                         "train; set one of them True")
     prof = StageProfiler()
     with prof.stage("episodes"):
         train_tasks, test_tasks, train_eps, test_eps = prepare(config, workdir)
@@ -94,6 +116,7 @@ def run(config, workdir: str) -> None:
     agent = Agent(config, seed=config.seed)
     print(f"model: {config.model.preset} ({agent.num_params() / 1e6:.2f}M params)")
     pcfg = PromptConfig(**config.prompt.to_dict())
+    reward_scorer = offline_reward_scorer(config, pcfg)  # before any training: a bad RM setting fails first
     logger = MetricsLogger(workdir)
     results_path = os.path.join(workdir, "results.json")
     saved = json.load(open(results_path)) if os.path.exists(results_path) else {}
@@ -129,13 +152,15 @@ def run(config, workdir: str) -> None:
     rl_eps = rl_episodes(config, workdir, train_eps)
     if config.get("offline_rl_baseline"):
         timed("train_offline_rl", train_offline_rl, agent, rl_eps, pcfg, config.rl,
-              workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params)
+              workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params,
+              reward_scorer=reward_scorer)
         stage_eval("offline_rl", config.sft.num_steps + config.rl.iterations)
         agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
         compare_to = {"offline_rl": "sft", "semi_online_rl": "sft"}
-    timed("train_semi_online_rl", train_semi_online, agent, rl_eps, pcfg, config.rl,
-          workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
-    stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
+    if semi_online:
+        timed("train_semi_online_rl", train_semi_online, agent, rl_eps, pcfg, config.rl,
+              workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
+        stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
     logger.plot()
     logger.close()
     table = format_table(results, compare_to=compare_to)

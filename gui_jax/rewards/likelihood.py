@@ -103,7 +103,10 @@ class LikelihoodScorer:
 
     def log_scores(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
         """log P(candidate | prompt) per record, float64 [N]."""
-        samples = self.samples(list(records))
+        return self.log_scores_of_samples(self.samples(list(records)), batch_size)
+
+    def log_scores_of_samples(self, samples: Sequence[TrainSample], batch_size: Optional[int] = None) -> np.ndarray:
+        """log P(response | prompt) per encoded sample, float64 [N] (batches sorted by prompt length)."""
         bs = batch_size or self.batch_size
         order = sorted(range(len(samples)), key=lambda i: (len(samples[i].prompt_ids), i))
         out = np.zeros(len(samples), np.float64)
@@ -114,6 +117,10 @@ class LikelihoodScorer:
             lp = _sequence_logprobs_jit(self.agent.graphdef, self.agent.params, self.agent.rest, batch)
             out[idx] = np.asarray(jax.device_get(lp), np.float64)[: len(idx)]
         return out
+
+    def score_samples(self, samples: Sequence[TrainSample], batch_size: Optional[int] = None) -> np.ndarray:
+        """P(response | prompt) per encoded sample, float64 [N] (RewardScorer's interface)."""
+        return np.exp(self.log_scores_of_samples(list(samples), batch_size)) if samples else np.zeros(0, np.float64)
 
     def score(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
         records = list(records)

@@ -35,12 +35,13 @@ from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Action, Episode, Observation
 from gui_jax.models.heads import label_scores
 from gui_jax.rewards.data_engine import RewardRecord, StepRef
+from gui_jax.rewards.names import RM_SCORERS
 from gui_jax.rl.batch import TrainSample, build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import (PromptConfig, expert_response, observation_content, visible_elements,
                                   word_spaced)
 from gui_jax.rl.semi_online_rollout import expert_element
 
-SCORERS = ("verdict", "policy_likelihood")
+SCORERS = RM_SCORERS
 QUESTION = "Is the candidate action correct for the goal? Answer yes or no."
 RATIONALE_SUFFIX = "\nVerdict:"
 

@@ -76,6 +76,18 @@ def judge_step(text: str, ep: Episode, t: int, pcfg: PromptConfig, scfg: SemiOnl
                                                                           image_size, obs.screen_size))
 
 
+def candidate_action(text: str, ep: Episode, t: int, pcfg: PromptConfig):
+    """The action a response names at step t of an expert episode, in the expert's frame (screen pixels; a click
+    by label as the element it names), as judge_step matches it; None when the response does not parse."""
+    obs = ep.observations[t]
+    try:
+        _, action = parse_response(text, pcfg.dialect)
+    except ActionParseError:
+        return None
+    return scale_action_to_screen(label_to_element(action, obs.ui_elements), model_image_size(obs, pcfg),
+                                  obs.screen_size)
+
+
 def element_table(obs: Observation) -> list:
     """index -> bounds table for element-index actions (indices may be sparse)."""
     if not obs.ui_elements:

@@ -18,7 +18,7 @@ from gui_jax.core.dialects import DIALECTS
 from gui_jax.models.builtin import is_builtin, resolve_checkpoint
 from gui_jax.rl.names import (AGGREGATIONS, HISTORY_MODES, KL_KINDS, OBSERVATION_MODES, PATCH_STRATEGIES, TARGETS,
                               TOKENIZERS)
-from gui_jax.rewards.names import REWARD_PRESETS, TEXT_MATCH_RULES
+from gui_jax.rewards.names import OFFLINE_REWARDS, REWARD_PRESETS, RM_SCORERS, TEXT_MATCH_RULES
 
 PRESETS = ("tiny", "3b", "7b", "32b", "72b")             # models/qwen2_5_vl/config.py _PRESETS (test_cli_errors)
 SCHEDULES = ("constant", "cosine")                        # train/state.py make_optimizer
@@ -182,6 +182,12 @@ RL = Block("rl", [
     F("text_match", "substring", "matcher: text actions (type / answer / open), after lowercase + strip: "
       "substring (UI-S1: either contains the other; a truncated answer matches) | exact (equal)",
       choice(TEXT_MATCH_RULES)),
+    F("offline_reward", "rule", "offline-RL baseline's step reward: rule (the check against the expert action, "
+      "GUI-Shepherd's oracle) | rm (a reward model's step score: its offline GRPO with PRM reward)",
+      choice(OFFLINE_REWARDS)),
+    F("rm_checkpoint_dir", "", "offline_reward = rm: the reward_model job's rm/checkpoints", checkpoint_folder),
+    F("rm_scorer", "policy_likelihood", f"offline_reward = rm: how that RM scores: {' | '.join(RM_SCORERS)} "
+      "(its prompt settings: the reward_model recipe's defaults)", choice(RM_SCORERS)),
     F("episode_level", "paper", "episode-level advantage: paper (Eq. 11) | code (per-step rewards)",
       choice(EPISODE_LEVELS)),
     F("patch_aux_checkpoint", "", "off_policy patches: the auxiliary thought model's Hugging Face folder", text()),

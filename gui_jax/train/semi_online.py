@@ -148,10 +148,44 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
     return run.close()
 
 
+def rm_step_rewards(scorer, episodes: Sequence[Episode], items: Sequence[tuple[int, int]], texts: Sequence[str],
+                    pcfg: PromptConfig) -> np.ndarray:
+    """[N] float32 reward-model rewards of sampled responses (GUI-Shepherd's offline GRPO with PRM reward): text k
+    answers step t of episode i (items[k] = (i, t)); its action is scored as the last step after the expert's
+    first t steps by `scorer` (rewards.likelihood.make_scorer's: `.episodes`, `.samples`, `.score_samples` ->
+    P(+)), in batches. A response that does not parse, or whose RM prompt cannot be built (an element-mode
+    prompt and a click by point on no element), gets 0."""
+    from gui_jax.rewards.data_engine import RewardRecord, StepRef
+    from gui_jax.rl.semi_online_rollout import candidate_action
+    scorer.episodes = {episodes[i].episode_id: episodes[i] for i, _ in items}
+    out = np.zeros(len(texts), np.float32)
+    samples, where = [], []
+    for k, (text, (i, t)) in enumerate(zip(texts, items)):
+        ep = episodes[i]
+        action = candidate_action(text, ep, t, pcfg)
+        if action is None:
+            continue
+        record = RewardRecord("step", ep.goal, tuple(StepRef(ep.episode_id, s) for s in range(t))
+                              + (StepRef(ep.episode_id, t, action),), True, "rule")
+        try:
+            samples.append(scorer.samples([record])[0])
+        except ValueError:
+            continue
+        where.append(k)
+    if samples:
+        out[where] = scorer.score_samples(samples)
+    return out
+
+
 def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,
                      logger: Optional[MetricsLogger] = None, prefix: str = "offline_rl",
-                     ref_params=None) -> dict:
-    """Single-step GRPO with the expert history (the UI-S1 offline-RL baseline)."""
+                     ref_params=None, reward_scorer=None) -> dict:
+    """Single-step GRPO with the expert history (the UI-S1 offline-RL baseline). The step reward is the rule
+    check against the expert action (`rl.offline_reward = rule`, GUI-Shepherd's oracle), or with
+    `reward_scorer` (`rl.offline_reward = rm`) the reward model's step score (`rm_step_rewards`)."""
+    if (cfg.get("offline_reward", "rule") == "rm") != (reward_scorer is not None):
+        raise ValueError(f"rl.offline_reward = {cfg.get('offline_reward', 'rule')!r} "
+                         f"{'needs' if reward_scorer is None else 'takes no'} reward_scorer")
     run = RLRun(agent, len(episodes), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger)
     scfg = scfg_from(cfg)
     n = cfg.num_rollouts
@@ -161,12 +195,14 @@ def train_offline_rl(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg
                                   episodes[i].observations[t], pcfg) for i, t in items]
         gens = agent.policy.generate([p for p in prompts for _ in range(n)], temperature=cfg.temperature,
                                      seed=cfg.seed * 1_000_003 + run.iteration)
-        rewards = [judge_step(g.text, episodes[items[k // n][0]], items[k // n][1], pcfg, scfg).reward
-                   for k, g in enumerate(gens)]
+        rule = [judge_step(g.text, episodes[items[k // n][0]], items[k // n][1], pcfg, scfg).reward
+                for k, g in enumerate(gens)]
+        rewards = rule if reward_scorer is None else rm_step_rewards(
+            reward_scorer, episodes, [items[k // n] for k in range(len(gens))], [g.text for g in gens], pcfg)
         groups = np.arange(len(gens), dtype=np.int32) // n  # one GRPO group per expert step
         adv = np.asarray(grpo_trajectory(np.asarray(rewards, np.float32), groups))
         keep = [k for k in range(len(gens)) if adv[k] != 0.0]
-        metrics = {"reward_mean": float(np.mean(rewards)), "kept": len(keep)}
+        metrics = {"reward_mean": float(np.mean(rewards)), "kept": len(keep), "rule_reward_mean": float(np.mean(rule))}
         metrics.update(run.update(samples_from_generations([gens[k] for k in keep], adv[keep])))
         run.end_iteration(metrics)
     return run.close()

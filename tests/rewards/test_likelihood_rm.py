@@ -164,9 +164,28 @@ def test_the_verifier_scores_candidates_by_the_policys_probability(agent, data):
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-30)
 
 
-def test_online_rl_rewards_refuse_a_likelihood_rm():
-    """Online RL's RM rewards (and the critic built from them) read the verdict label's logits: a likelihood RM is
-    refused with the field to change, not silently read as a verdict RM."""
-    from gui_jax.train.online.rewards import RMTrajectoryScorer
-    with pytest.raises(ValueError, match="rm.model.scorer = 'verdict'.*'policy_likelihood'"):
-        RMTrajectoryScorer(object(), UI, LIKELIHOOD)
+def test_online_rl_scores_rollout_steps_by_the_likelihood_rms_probability(agent, data):
+    """PRM-PPO's dense reward with rm.model.scorer=policy_likelihood: step t of a rollout scores the RM's
+    probability of writing that step's action after the agent's prompt with the rollout's earlier steps as
+    history; critic_init = rm (which reads a verdict label) is refused, naming the field."""
+    import types
+    from gui_jax.train.online.rewards import RMTrajectoryScorer, critic_params_from_rm
+    eps, _, _ = data
+    ep = eps[0]
+    acts = [Action("click", element=ep.observations[0].ui_elements[0].index),
+            Action("click", element=ep.observations[1].ui_elements[-1].index)]
+    steps = [types.SimpleNamespace(observation=ep.observations[t], action=a) for t, a in enumerate(acts)]
+    record = types.SimpleNamespace(task=types.SimpleNamespace(goal=ep.goal), steps=steps, final_observation=None,
+                                   task_id="t")
+    rm = RMTrajectoryScorer(agent, UI, LIKELIHOOD)
+    got = rm.step_scores([record])[0]
+    want, history = [], []
+    for obs, a in zip(ep.observations, acts):
+        response = expert_response(a, obs, UI, element=a.element)
+        g = agent.policy.encode(build_messages(ep.goal, history, obs, UI), response)
+        want.append(float(np.exp(_reference_logprob(agent, TrainSample(g.prompt_ids, g.response_ids)))))
+        history.append((obs, response))
+    assert rm.unscorable == 0 and rm.label_ids is None and want[0] != want[1]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-30)
+    with pytest.raises(ValueError, match="online.critic_init = 'rm'.*'policy_likelihood'"):
+        critic_params_from_rm(agent, rm)

@@ -58,19 +58,18 @@ def trajectory_episode(rec, episode_id: str) -> tuple[Episode, list[StepRef], li
 
 
 class RMTrajectoryScorer:
-    """A trained reward model (an Agent holding the RM's params) scoring rollout records.
+    """A trained reward model (an Agent holding the RM's params) scoring rollout records: P(+) of a verdict RM
+    (`rm.model.scorer = verdict`) or P(the step's action | the agent's prompt) of a likelihood RM
+    (`policy_likelihood`). `label_ids` (the verdict's +/- tokens, for critic_init = rm) is None for the latter.
 
     Records whose prompt cannot be built (e.g. an element-mode click on no element) score 0 and are counted
     in `unscorable`."""
 
     def __init__(self, rm_agent, pcfg, rcfg):
-        from gui_jax.rewards.rm_scoring import RewardScorer
-        if rcfg.scorer != "verdict":
-            raise ValueError(f"online RL's reward-model rewards read a verdict RM's label (rm.model.scorer = "
-                             f"'verdict'), got {rcfg.scorer!r}")
+        from gui_jax.rewards.likelihood import make_scorer
         self.agent, self.pcfg, self.rcfg = rm_agent, pcfg, rcfg
-        self.scorer = RewardScorer(rm_agent, {}, pcfg, rcfg)
-        self.label_ids = (self.scorer.pos_id, self.scorer.neg_id)
+        self.scorer = make_scorer(rm_agent, {}, pcfg, rcfg)
+        self.label_ids = (self.scorer.pos_id, self.scorer.neg_id) if rcfg.scorer == "verdict" else None
         self.unscorable = 0
 
     def _score(self, questions: Sequence[RewardRecord], episodes: dict) -> np.ndarray:
@@ -184,6 +183,10 @@ def critic_params_from_rm(agent, reward_model):
     RM's label log-odds logit(+) − logit(−) (`init_value_head_from_labels`). The RM must have the policy's
     architecture (the critic is built on the policy's graph)."""
     from gui_jax.models.heads import ValueModel, init_value_head_from_labels
+    if reward_model.label_ids is None:
+        raise ValueError(f"online.critic_init = 'rm' reads a verdict RM's label tokens; the reward model in "
+                         f"online.rm_checkpoint_dir scores with rm.model.scorer = {reward_model.rcfg.scorer!r}: "
+                         "set online.critic_init='' (critic from the policy) or use a verdict RM")
     rm_agent = reward_model.agent
     want, got = jax.tree.leaves(agent.params), jax.tree.leaves(rm_agent.params)
     if (jax.tree.structure(agent.params) != jax.tree.structure(rm_agent.params)
