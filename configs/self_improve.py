@@ -48,6 +48,8 @@ def get_config():
         # expert episodes plus every round's synthesised successes and failed trajectories so far, and the next
         # round searches with it; its held-out F1 is measured every round. False = one fixed RM for all rounds.
         "rm_retrain": True,
+        "synthesise": True,              # False: the expert-only control: the same rounds of SFT on the expert
+                                         # episodes alone, no search and no reward model (rm_retrain=False)
         "rm_train": si_rm,
         "progress": True,
     })

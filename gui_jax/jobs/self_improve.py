@@ -86,6 +86,13 @@ def check_self_improve_config(config) -> None:
         _fail("self_improve.synth_seed_range", tuple(rng), f"overlaps env.eval_seeds {tuple(env.eval_seeds)} (the "
               f"held-out {env.backend} tasks); synthesis must use unseen-by-evaluation seeds")
     check_search_fields(config, "self_improve")
+    if not isinstance(si.get("synthesise", True), bool):
+        _fail("self_improve.synthesise", si.synthesise, "expected True or False")
+    if not si.get("synthesise", True):  # the expert-only control: no search, so no reward model at all
+        if si.get("rm_retrain", False):
+            _fail("self_improve.rm_retrain", True, "the expert-only control (self_improve.synthesise=False) "
+                  "searches nothing and retrains no reward model; set it False")
+        return
     check_rm_source(config, "self_improve")
     if si.get("rm_retrain", False):
         from gui_jax.train.rm_training import check_rm_train_block
@@ -265,7 +272,10 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
             rm_eval = _read(os.path.join(workdir, f"round_{r}", "rm_eval", "results.json"))
             rows[str(r)] = round_row(evals[r], evals[0], synth, rm_eval and rm_eval["metrics"],
                                      _read(os.path.join(workdir, f"round_{r}", RM_DATA_KEY)))
-    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, **extra}
+    # per-task outcomes of every round as the experiment runner reads a job's stages (gui_jax/experiment.py)
+    stages = {f"round_{r}": {"online_task_ids": evals[int(r)]["task_ids"], "online_success": rows[r]["success"]}
+              for r in rows}
+    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     table = format_rounds(rows)
@@ -335,6 +345,7 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     si, R = config.self_improve, int(config.self_improve.rounds)
     co_evolve = bool(si.get("rm_retrain", False))
+    search = bool(si.get("synthesise", True))  # False: the expert-only control (same rounds and SFT steps)
     progress = bool(si.get("progress", True))
     common.check_reachable(config)  # an offline device or server stops here, in one line
     # the RM's held-out records come from the test side's expert episodes
@@ -372,10 +383,10 @@ def run(config, workdir: str) -> None:
         if co_evolve and start > 0:  # the RM the last finished round retrained
             rm, _ = load_policy(config, os.path.join(rdir[start - 1], "rm", "checkpoints"),
                                 f"self_improve (round_{start - 1}/rm/checkpoints)")
-        else:
+        elif search:
             rm, _ = load_reward_model(config, "self_improve")
         propose = policy_proposer(agent.policy, pcfg, temperature=si.temperature, render=render)
-        score_many = rm_step_scorer(rm, pcfg, rcfg)
+        score_many = rm_step_scorer(rm, pcfg, rcfg) if search else None
         make_env = episode_env_factory(config, si.max_steps, render)
         rounds_synth = [load_synth(os.path.join(rdir[r], "synth")) for r in range(start)]
         synth_all = [ep for x in rounds_synth for ep in x[0]]
@@ -405,8 +416,9 @@ def run(config, workdir: str) -> None:
             folder = os.path.join(rdir[r], "synth")
             loaded = load_synth(folder)
             if loaded is None:
-                tasks = synth_tasks(config, r)
-                eps, failed = synthesise(tasks, make_env, propose, score_many, si, progress=progress)
+                tasks = synth_tasks(config, r) if search else []
+                eps, failed = synthesise(tasks, make_env, propose, score_many, si, progress=progress) if search \
+                    else ([], [])
                 save_synth(folder, eps, tasks, failed)
                 loaded = load_synth(folder)
             rounds_synth.append(loaded)

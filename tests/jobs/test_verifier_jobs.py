@@ -187,6 +187,36 @@ def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monk
     assert json.load(open(os.path.join(wd, "results.json")))["rounds"] == res["rounds"]
 
 
+def test_self_improve_expert_only_control_fine_tunes_the_same_rounds_without_search(tmp_path, monkeypatch):
+    """self_improve.synthesise=False (the control UI-Genie's rise is measured against): every round evaluates and
+    fine-tunes on the expert episodes alone with the same SFT steps; nothing is searched and no reward model is
+    loaded (rm_untrained False and no RM source: none is needed)."""
+    import gui_jax.train.sft as sft
+    seen = []
+    real = sft.train_sft
+
+    def recording(agent, episodes, *a, **kw):
+        seen.append(sorted(e.episode_id for e in episodes))
+        return real(agent, episodes, *a, **kw)
+    monkeypatch.setattr(sft, "train_sft", recording)
+    monkeypatch.setattr(si, "synthesise", lambda *a, **kw: pytest.fail("the control searched"))
+    monkeypatch.setattr(si, "load_reward_model", lambda *a, **kw: pytest.fail("the control loaded an RM"))
+    cfg = _si_config(**{"self_improve.rounds": 2, "self_improve.synthesise": False,
+                        "self_improve.rm_untrained": False})
+    wd = str(tmp_path / "control")
+    si.run(cfg, wd)
+    res = json.load(open(os.path.join(wd, "results.json")))
+    assert sorted(res["rounds"]) == ["0", "1", "2"]
+    assert [res["rounds"][r]["synth_searched"] for r in ("0", "1")] == [0, 0]
+    for r in ("0", "1", "2"):  # each round's per-task outcomes as the experiment runner reads a stage
+        assert res["stages"][f"round_{r}"] == {"online_task_ids": res["task_ids"],
+                                               "online_success": res["rounds"][r]["success"]}
+    expert = sorted(e.episode_id for e in si.common.prepare(cfg, wd, sides=("train",))[2])
+    assert seen == [expert, expert]  # rounds 0 and 1 fine-tune on exactly the expert episodes
+    with pytest.raises(ConfigError, match=r"self_improve.rm_retrain.*synthesise=False"):
+        si.run(_si_config(**{"self_improve.synthesise": False, "self_improve.rm_retrain": True}), str(tmp_path / "x"))
+
+
 def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch):
     import gui_jax.train.rm_training as rmt
     from gui_jax.rewards import data_engine as de

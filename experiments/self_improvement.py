@@ -1,0 +1,49 @@
+"""UI-Genie's self-improvement from the shipped base on PhoneSim: does SR rise over rounds of reward-guided search +
+fine-tuning (agent and reward model co-evolving), beyond the same rounds of fine-tuning on the expert episodes alone?
+
+    python -m gui_jax.experiment experiments/self_improvement.py [--parallel 2]
+
+Round 0 is the quickstart's SFT (the `semi_online_rl` arm of experiments/online_vs_sft.py); the reward model is
+experiments/prm_rewards.py's likelihood RM (same arm settings, so finished workdirs copy in between the three
+specs). Both arms run configs/self_improve.py on the quickstart's split (the SFT's 500 expert episodes, 440
+held-out tasks of its ten templates), 2 rounds of 100 SFT steps:
+  self_improve   each round searches 48 fresh train tasks (beam 5 x 10 candidates, the RM scoring each step),
+                 fine-tunes the agent on expert + every synthesised success so far and the RM on its grown data
+                 (rm_retrain; its held-out step / outcome F1 per round in the job's results.md);
+  control        the same rounds on the expert episodes alone (self_improve.synthesise = False).
+Report: experiments/results/self_improvement.{md,json,png}.
+"""
+import os
+
+from gui_jax.core.recipe_files import load_python_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_steps", "data.train_seed_range",
+                   "data.test_seed_range", "data.num_test_episodes")
+
+
+def get_spec():
+    online_vs_sft = load_python_file(os.path.join(HERE, "online_vs_sft.py"))
+    shared = load_python_file(os.path.join(HERE, "prm_rewards.py")).get_spec()["arms"]
+    data = {k: online_vs_sft.QUICKSTART_SPLIT[k] for k in QUICKSTART_DATA}
+    data["data.num_train_episodes"] = 500  # the quickstart SFT's expert episodes
+    policy = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "self_improve.policy_checkpoint_dir"}
+    rm = {"arm": "reward_model", "path": "rm/checkpoints", "flag": "self_improve.rm_checkpoint_dir"}
+    arms = {name: shared[name] for name in ("semi_online_rl", "export_sft", "reward_model")}
+    arms["self_improve"] = {"recipe": "configs/self_improve.py", "stage": "round_2", "init_from": [policy, rm],
+                            "overrides": {**data, "rm.model.scorer": "policy_likelihood"}}
+    arms["control"] = {"recipe": "configs/self_improve.py", "stage": "round_2", "init_from": policy,
+                       "overrides": {**data, "self_improve.synthesise": False, "self_improve.rm_retrain": False}}
+    arms["round_0"] = {"results_of": "self_improve", "stage": "round_0"}
+    arms["round_1"] = {"results_of": "self_improve", "stage": "round_1"}
+    arms["control_round_0"] = {"results_of": "control", "stage": "round_0"}
+    return {
+        "name": "self_improvement",
+        "description": "Does UI-Genie's self-improvement (search with the RM, agent and RM retrained each round) raise "
+                       "SR over round 0 and over an expert-only control with the same fine-tuning?",
+        "arms": arms,
+        "seeds": [0],
+        "evaluation": {"metric": "online_success"},
+        "comparisons": [["round_0", "round_1"], ["round_0", "self_improve"], ["control_round_0", "control"],
+                        ["control", "self_improve"]],
+    }
