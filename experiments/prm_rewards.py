@@ -17,7 +17,8 @@ its finished workdirs copy in, as does its `grpo` arm); every RL arm has that sp
   offline_oracle UI-S1's offline-RL baseline inside the `semi_online_rl` run: single-step GRPO over the expert
                  steps, rewarded by the rule check against the expert action (GUI-Shepherd's oracle reward);
   offline_rm     the same offline GRPO rewarded by the reward model's score of each sampled action
-                 (rl.offline_reward = rm); its quickstart run repeats the SFT (deterministic: the same weights).
+                 (rl.offline_reward = rm); its quickstart run repeats the SFT with the same settings (the weights
+                 match to float rounding, not bit for bit across code versions: `offline_rm_sft` is its own).
 `start` is the orm_ppo run's greedy evaluation of the SFT before PPO (every online arm evaluates the same start on
 the same tasks); `sft` is the same SFT in the quickstart's own evaluation (temperature-1 online samples), the
 start of the offline arms. Report: experiments/results/prm_rewards.{md,json,png}.
@@ -50,6 +51,7 @@ def get_spec():
         "start": {"results_of": "orm_ppo", "stage": "start"},
         "sft": {"results_of": "semi_online_rl", "stage": "sft"},
         "offline_oracle": {"results_of": "semi_online_rl", "stage": "offline_rl"},
+        "offline_rm_sft": {"results_of": "offline_rm", "stage": "sft"},
         "offline_rm": {"recipe": "configs/quickstart.py", "stage": "offline_rl",
                        "overrides": {**shared["semi_online_rl"]["overrides"], "semi_online_rl": False,
                                      "rl.offline_reward": "rm", "rl.rm_scorer": "policy_likelihood"},
@@ -72,5 +74,5 @@ def get_spec():
         "evaluation": {"metric": "online_success"},
         "comparisons": [["start", "orm_ppo"], ["start", "prm_ppo"], ["start", "grpo"], ["orm_ppo", "prm_ppo"],
                         ["grpo", "prm_ppo"], ["grpo", "orm_ppo"],
-                        ["sft", "offline_oracle"], ["sft", "offline_rm"], ["offline_oracle", "offline_rm"]],
+                        ["sft", "offline_oracle"], ["offline_rm_sft", "offline_rm"], ["offline_oracle", "offline_rm"]],
     }
