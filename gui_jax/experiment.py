@@ -12,8 +12,9 @@ A spec file defines `get_spec()` returning a dict:
                         "stage": results.json stage, "seed_fields": [flags]}}
                  init_from: at each seed, `flag` = <that arm's workdir at the same seed>/<path> (the arm runs
                  after its source); a list of such dicts sets several flags from several arms (e.g. the
-                 policy from one arm, the reward model from another). An arm may instead read another stage of an arm's runs, without a job of
-                 its own: {"results_of": arm, "stage": "sft"} (e.g. the SFT start inside a quickstart run).
+                 policy from one arm, the reward model from another). An arm may instead read another
+                 stage of an arm's runs, without a job of its own: {"results_of": arm, "stage": "sft"}
+                 (e.g. the SFT start inside a quickstart run).
     seeds        [ints]: every arm runs once per seed, the seed written to each of `seed_fields`
     seed_fields  [flags] (default ["seed"]); an arm's own `seed_fields` replaces it for that arm
     report       (per arm, default True) False for an arm whose job makes an input of other arms (an export,
@@ -218,7 +219,8 @@ def build_report(exp: Experiment, workdir: str) -> dict:
         per = arm_outcomes(exp, workdir, arm)
         pooled[arm.name] = {(s, t): v for s, (_, o) in per.items() for t, v in o.items()}
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
-                          "results_of": arm.results_of, "report": arm.report, "stages": sorted({st for st, _ in per.values()}),
+                          "results_of": arm.results_of, "report": arm.report,
+                          "stages": sorted({st for st, _ in per.values()}),
                           "seeds_done": sorted(per), "pooled": _rate(list(pooled[arm.name].values())),
                           "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()},
                           "time_per_seed": {} if arm.results_of else
