@@ -12,7 +12,7 @@ model, no outcome term, the critic initialised from the RM:
     python -m gui_jax.main --config configs/ppo.py --config.online.step_reward=prm \
         --config.online.critic_init=rm --config.online.outcome_reward=0.0 --config.online.format_weight=0.1 \
         --config.online.rm_checkpoint_dir=runs/reward_model/rm/checkpoints
-(The experiment spec experiments/prm_rewards.py compares it with outcome-reward PPO and GRPO on the same held-out tasks.)
+(experiments/prm_rewards.py compares it with outcome-reward PPO and GRPO on the same held-out tasks.)
 """
 
 from gui_jax.train.config_blocks import sibling_recipe
