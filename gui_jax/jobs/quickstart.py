@@ -22,6 +22,7 @@ from contextlib import contextmanager
 import jax
 from absl import logging
 
+from gui_jax.config_check import ConfigError
 from gui_jax.eval.suite import evaluate_agent, format_table, split_timings, template_table
 from gui_jax.jobs.common import prepare
 from gui_jax.rl.agent import Agent
@@ -90,10 +91,10 @@ def offline_reward_scorer(config, pcfg):
     if config.rl.get("offline_reward", "rule") != "rm":
         return None
     if not config.get("offline_rl_baseline"):
-        raise ValueError("config.rl.offline_reward = 'rm' rewards the offline-RL baseline: set "
+        raise ConfigError("config.rl.offline_reward = 'rm' rewards the offline-RL baseline: set "
                          "config.offline_rl_baseline=True")
     if not config.rl.get("rm_checkpoint_dir"):
-        raise ValueError("config.rl.rm_checkpoint_dir = '': rl.offline_reward = 'rm' needs the reward_model job's "
+        raise ConfigError("config.rl.rm_checkpoint_dir = '': rl.offline_reward = 'rm' needs the reward_model job's "
                          "rm/checkpoints")
     from gui_jax.jobs.verifier_eval import load_policy
     from gui_jax.rewards.likelihood import make_scorer
@@ -106,7 +107,7 @@ def run(config, workdir: str) -> None:
     start, cpu_start = time.time(), time.process_time()
     semi_online = config.get("semi_online_rl", True)
     if not (semi_online or config.get("offline_rl_baseline")):
-        raise ValueError("config.semi_online_rl = False and config.offline_rl_baseline = False: no RL stage to "
+        raise ConfigError("config.semi_online_rl = False and config.offline_rl_baseline = False: no RL stage to "
                          "train; set one of them True")
     prof = StageProfiler()
     with prof.stage("episodes"):
