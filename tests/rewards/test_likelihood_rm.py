@@ -13,15 +13,14 @@ from gui_jax.rewards import data_engine as de
 from gui_jax.rewards.likelihood import LikelihoodScorer, likelihood_bce, log1mexp, record_prompt_response
 from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.batch import TrainSample, build_batch
-from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
+from gui_jax.rl.prompting import build_messages, expert_response
 from gui_jax.rl.semi_online_rollout import expert_element
 from gui_jax.train.sft import expert_history
 
-from support.fake_policy import make_episode
+from support.fake_policy import UI_PROMPT, make_episode
 from support.oracle_policy import small_agent
 
-UI = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
-                  system_prompt=False, max_ui_lines=4)
+UI = UI_PROMPT
 
 
 @pytest.fixture(scope="module")

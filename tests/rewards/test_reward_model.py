@@ -16,10 +16,9 @@ from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.config_blocks import model_block
 from gui_jax.train.rm_training import balance_plan, check_rm_train_block, reward_model_block, train_reward_model
 
-from support.fake_policy import make_episode
+from support.fake_policy import UI_PROMPT, make_episode
 
-UI = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
-                  system_prompt=False, max_ui_lines=4)
+UI = UI_PROMPT
 SHOT = PromptConfig(observation="screenshot", target="coordinate", system_prompt=False)
 
 

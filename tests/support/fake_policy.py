@@ -3,6 +3,11 @@ import numpy as np
 
 from gui_jax.core.types import Action, Episode, Observation, UIElement
 from gui_jax.rl.policy import Generation
+from gui_jax.rl.prompting import PromptConfig
+
+# the text-only element prompt make_episode's screens fit (4 lines of UI text, compact history, no system prompt)
+UI_PROMPT = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
+                         system_prompt=False, max_ui_lines=4)
 
 
 def make_episode(goal="Turn on Wi-Fi", n=3, size=(108, 240)):

@@ -1,26 +1,25 @@
 """Offline GRPO's step reward (train/semi_online.py train_offline_rl): the rule check against the expert action
 (GUI-Shepherd's oracle) or a reward model's score of the sampled action after the expert history (its offline
 GRPO with PRM reward), wired through the quickstart's offline-RL baseline (`rl.offline_reward`)."""
-import importlib.util
 import pathlib
 
 import jax
 import numpy as np
 import pytest
 
+from gui_jax.jobs import load_config
 from gui_jax.rewards import data_engine as de
 from gui_jax.rewards.likelihood import LikelihoodScorer
-from gui_jax.rl.prompting import PromptConfig, expert_response
+from gui_jax.rl.prompting import expert_response
 from gui_jax.rl.semi_online_rollout import expert_element
 from gui_jax.train import semi_online
 from gui_jax.train.config_blocks import rl_block
 
-from support.fake_policy import make_episode
+from support.fake_policy import UI_PROMPT, make_episode
 from support.oracle_policy import small_agent
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-UI = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact",
-                  system_prompt=False, max_ui_lines=4)
+UI = UI_PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -98,19 +97,9 @@ def test_offline_reward_and_scorer_must_agree(agent, episodes, tmp_path):
 
 
 def _quickstart(**fields):
-    spec = importlib.util.spec_from_file_location("recipe_quickstart", REPO / "configs" / "quickstart.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    c = mod.get_config()
-    c.data.num_train_episodes, c.data.num_test_episodes, c.data.templates = 1, 1, ("music.play",)
-    c.model.checkpoint, c.model.num_hidden_layers = "", 1
-    for k, v in fields.items():
-        target = c
-        *path, last = k.split(".")
-        for p in path:
-            target = target[p]
-        target[last] = v
-    return c
+    return load_config(str(REPO / "configs" / "quickstart.py"), **{
+        "data.num_train_episodes": 1, "data.num_test_episodes": 1, "data.templates": ("music.play",),
+        "model.checkpoint": "", "model.num_hidden_layers": 1, **fields})
 
 
 def test_quickstart_loads_the_offline_reward_model_before_training(tmp_path):
