@@ -32,7 +32,10 @@ in <workdir>/<arm>/seed=<s> through gui_jax/sweep.py's engine and is finished wh
 says "done": re-running the command runs only the missing points; a finished point whose settings differ
 from the spec's stops the run (one workdir, one experiment). `--commands_only` writes
 <workdir>/commands.sh, one `--point=ARM/seed=S` line per unfinished point in dependency order, for a
-cluster scheduler; `--report_only` then writes the report. The statistics are those of gui_jax.eval
+cluster scheduler; `--report_only` then writes the report. Beside the report, <name>.outcomes.json keeps every
+point's per-task outcomes (gui_jax/experiment_record.py): a point whose workdir is gone is reported from it while
+its settings equal the spec's (re-running the experiment still re-runs it: its checkpoints are gone too).
+The statistics are those of gui_jax.eval
 (metrics.wilson_interval, suite.paired_test, metrics.paired_bootstrap for the interval of the
 difference); nothing is computed here but counts.
 """
@@ -47,6 +50,7 @@ import sys
 from gui_jax import sweep as gs
 from gui_jax.experiment_spec import (Arm, Experiment, ExperimentError, Point, init_entries, load_spec,  # noqa: F401
                                      parse_spec)
+from gui_jax.experiment_record import RecordError, load_record, record_path, write_record
 from gui_jax.sweep import SweepError
 
 # ------------------------------------------------------------------------------------ points and jobs
@@ -141,31 +145,57 @@ def task_outcomes(result: dict, metric: str, where: str) -> dict:
     return out
 
 
-def arm_outcomes(exp: Experiment, workdir: str, arm: Arm) -> dict:
-    """{seed: (stage, {task: 0/1})} over the finished points of the arm's runs ({} for an input-only arm)."""
+def workdir_stages(exp: Experiment, d: str) -> tuple | None:
+    """(results path, {stage: stage dict} of the stages holding the metric) of a finished point's job, or None
+    when the point has not finished here. The evaluate job writes its one evaluation as eval.json (the stage
+    "result"); quickstart-style results.json holds {"stages": ..., "profile": ...}."""
+    path = os.path.join(d, "results.json")
+    if not os.path.exists(path):
+        path = os.path.join(d, "eval.json")
+    if not (gs.point_dir_done(d) and os.path.exists(path)):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    stages = results.get("stages", results)
+    if exp.metric in stages:
+        stages = {"result": stages}
+    return path, {k: v for k, v in stages.items() if isinstance(v, dict) and exp.metric in v}
+
+
+def collect_outcomes(exp: Experiment, workdir: str, stored: dict) -> dict:
+    """{point key: {"settings", "time", "stages": {stage: {task: 0/1}}, "where"}} for every scored point: from
+    its finished workdir, else from the stored outcome record when the stored settings equal the spec's."""
     out = {}
-    if not exp.arms[arm.runs].report:
-        return out
-    for seed in exp.seeds:
-        d = point_dir(workdir, Point(arm.runs, seed))
-        path = os.path.join(d, "results.json")
-        if not os.path.exists(path):  # the evaluate job writes its one evaluation as eval.json
-            path = os.path.join(d, "eval.json")
-        if not (gs.point_dir_done(d) and os.path.exists(path)):
+    for p in plan(exp):
+        if not exp.arms[p.arm].report:
             continue
-        with open(path) as f:
-            results = json.load(f)
-        stages = results.get("stages", results)  # quickstart-style {"stages": ..., "profile": ...} or flat
-        if exp.metric in stages:  # one evaluation at the top level (the evaluate job): the stage "result"
-            stages = {"result": stages}
-        holding = [k for k, v in stages.items() if isinstance(v, dict) and exp.metric in v]
+        d = point_dir(workdir, p)
+        found = workdir_stages(exp, d)
+        if found is not None:
+            path, stages = found
+            out[p.key] = {"settings": settings(exp, p), "time": point_time(d), "where": path,
+                          "stages": {k: task_outcomes(v, exp.metric, f"{path} [{k}]") for k, v in stages.items()}}
+        elif p.key in stored and stored[p.key]["settings"] == settings(exp, p):
+            out[p.key] = {**stored[p.key], "where": None}
+    return out
+
+
+def arm_outcomes(exp: Experiment, arm: Arm, points: dict, record: str = "the outcome record") -> dict:
+    """{seed: (stage, {task: 0/1}, from_record)} over the arm's points in `points` (collect_outcomes)."""
+    out = {}
+    for seed in exp.seeds:
+        entry = points.get(Point(arm.runs, seed).key)
+        if entry is None:
+            continue
+        holding = list(entry["stages"])
         stage = arm.stage or exp.stage or (holding[-1] if holding else None)
         if stage not in holding:
             key = f"spec.arms.{arm.name}.stage" if arm.stage else "spec.evaluation.stage" if exp.stage else \
                 "spec.evaluation.metric"
-            raise ExperimentError(f"{key}: {path} has no stage {stage!r} holding {exp.metric!r} "
+            where = entry["where"] or f"{record} [{Point(arm.runs, seed).key}]"
+            raise ExperimentError(f"{key}: {where} has no stage {stage!r} holding {exp.metric!r} "
                                   f"(stages holding it: {holding})")
-        out[seed] = (stage, task_outcomes(stages[stage], exp.metric, f"{path} [{stage}]"))
+        out[seed] = (stage, entry["stages"][stage], entry["where"] is None)
     return out
 
 
@@ -213,18 +243,20 @@ def point_time(point_dir: str) -> dict | None:
             "source": "profile"} if walls else None
 
 
-def build_report(exp: Experiment, workdir: str) -> dict:
+def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the outcome record") -> dict:
+    """The report over `points` (collect_outcomes): per-arm rates, per-seed rates and times, comparisons."""
     arms, pooled = {}, {}
     for arm in exp.arms.values():
-        per = arm_outcomes(exp, workdir, arm)
-        pooled[arm.name] = {(s, t): v for s, (_, o) in per.items() for t, v in o.items()}
+        per = arm_outcomes(exp, arm, points, record)
+        pooled[arm.name] = {(s, t): v for s, (_, o, _) in per.items() for t, v in o.items()}
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
                           "results_of": arm.results_of, "report": arm.report,
-                          "stages": sorted({st for st, _ in per.values()}),
-                          "seeds_done": sorted(per), "pooled": _rate(list(pooled[arm.name].values())),
-                          "per_seed": {str(s): _rate(list(o.values())) for s, (_, o) in per.items()},
+                          "stages": sorted({st for st, _, _ in per.values()}),
+                          "seeds_done": sorted(per), "seeds_from_record": sorted(s for s, v in per.items() if v[2]),
+                          "pooled": _rate(list(pooled[arm.name].values())),
+                          "per_seed": {str(s): _rate(list(o.values())) for s, (_, o, _) in per.items()},
                           "time_per_seed": {} if arm.results_of else
-                          {str(s): point_time(point_dir(workdir, Point(arm.name, s))) for s in per}}
+                          {str(s): points[Point(arm.name, s).key]["time"] for s in per}}
     comps = []
     for a, b in exp.comparisons:
         row = {"a": a, "b": b, "test": exp.test, **_paired(pooled[a], pooled[b], exp.test), "per_seed": {}}
@@ -258,7 +290,9 @@ def markdown(report: dict) -> str:
         lines += [report["description"], ""]
     lines += [f"Command: `{report['command']}`", "",
               f"Workdir `{report['workdir']}`, seeds {report['seeds']}; per-task successes `{report['metric']}` "
-              f"on the held-out tasks, pooled over seeds; [lo, hi] = Wilson 95 % interval.", "",
+              f"on the held-out tasks, pooled over seeds; [lo, hi] = Wilson 95 % interval. Every point's per-task "
+              f"outcomes are kept in `{os.path.basename(report.get('outcome_record', ''))}`, so the report can be "
+              "rebuilt (and new seeds pooled) where the workdirs are gone.", "",
               "| arm | definition | stage | seeds done | SR pooled [95 %] | successes / tasks | per seed: SR [95 %] "
               "| per seed: wall time (CPU cores, load average before → after) |",
               "|---|---|---|---|---|---|---|---|"]
@@ -273,7 +307,10 @@ def markdown(report: dict) -> str:
         p = a["pooled"]
         times = "; ".join(f"{s}: {_time(t)}" for s, t in a.get("time_per_seed", {}).items()) or "(in its source's)"
         stages = ", ".join(a["stages"]) if a.get("report", True) else "(an input of other arms, not scored)"
-        lines.append(f"| {name} | {how} | {stages} | {len(a['seeds_done'])}/{len(report['seeds'])} "
+        done = f"{len(a['seeds_done'])}/{len(report['seeds'])}" + (
+            f" (seed {', '.join(map(str, a['seeds_from_record']))} from the outcome record)"
+            if a.get("seeds_from_record") else "")
+        lines.append(f"| {name} | {how} | {stages} | {done} "
                      f"| {_ci(p)} | {p['successes']}/{p['n']} | {per} | {times} |")
     if report["comparisons"]:
         test = report["comparisons"][0]["test"]
@@ -404,16 +441,20 @@ def main(argv=None) -> int:
                f"see {os.path.join(point_dir(workdir, p), 'sweep_log.txt')}")
         print(f"point {p.key} failed: {why}", file=sys.stderr)
     if a.point is None:  # one cluster point does not write the shared report; --report_only does at the end
+        record = record_path(a.results_dir, exp.name)
         try:
-            report = build_report(exp, workdir)
-        except SweepError as e:
+            points = collect_outcomes(exp, workdir, load_record(record))
+            report = build_report(exp, workdir, points, record)
+        except (SweepError, RecordError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if any(r["pooled"]["n"] for r in report["arms"].values()):
             # the command that makes these results: the same without --report_only (which only re-reads them)
             report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"]
                                            + [x for x in argv if x != "--report_only"])
+            report["outcome_record"] = record
             print(write_report(report, a.results_dir))
+            write_record(record, {k: {f: v[f] for f in ("settings", "time", "stages")} for k, v in points.items()})
         else:
             print("no finished points to report yet")
     return 1 if failed else 0

@@ -150,6 +150,47 @@ def test_killed_experiment_resumes_missing_points_and_reports_eval_statistics(tm
     assert ge.main([_spec(tmp_path, changed, "changed.py"), f"--workdir={tmp_path / 'w'}", "--report_only"]) == 2
 
 
+def test_a_report_is_rebuilt_from_the_outcome_record_when_the_workdirs_are_gone(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, _two_arms())
+    w, r = tmp_path / "w", tmp_path / "r"
+    monkeypatch.setattr(gs, "_call", fake_job([]))
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}"]) == 0
+    first = json.loads((r / "ab.json").read_text())
+    record = ge.load_record(str(r / "ab.outcomes.json"))
+    assert sorted(record) == ["a/seed=0", "a/seed=1", "b/seed=0", "b/seed=1"]
+    assert record["b/seed=1"]["stages"]["semi_online_rl"] == dict(zip(TASKS, VEC[("0.5", "1")]))
+    assert record["a/seed=0"]["stages"]["sft"] == dict(zip(TASKS, SFT_VEC))  # every stage: a_sft reads it
+    raw = (r / "ab.outcomes.json").read_text()
+    assert raw.count('"t00"') == 1  # one task list shared by every point and stage
+
+    import shutil
+    shutil.rmtree(w)  # another machine: the workdirs are gone, the committed record is not
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0
+    again = json.loads((r / "ab.json").read_text())
+    assert again["comparisons"] == first["comparisons"]
+    assert {n: a["pooled"] for n, a in again["arms"].items()} == {n: a["pooled"] for n, a in first["arms"].items()}
+    assert again["arms"]["a"]["seeds_from_record"] == [0, 1]
+    assert "(seed 0, 1 from the outcome record)" in (r / "ab.md").read_text()
+    assert (r / "ab.outcomes.json").read_text() == raw  # nothing new: byte-identical
+
+    # a re-run point replaces its stored outcomes; a changed arm does not use (and drops) its stale entries
+    calls = []
+    monkeypatch.setattr(gs, "_call", fake_job(calls))
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--point=a/seed=1"]) == 0 and calls == ["a/seed=1"]
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0
+    assert json.loads((r / "ab.json").read_text())["arms"]["a"]["seeds_from_record"] == [0]
+    changed = _two_arms()
+    changed["arms"]["b"]["overrides"]["rl.gamma"] = 0.9
+    assert ge.main([_spec(tmp_path, changed, "ab2.py"), f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0
+    assert json.loads((r / "ab.json").read_text())["arms"]["b"]["seeds_done"] == []
+    assert sorted(ge.load_record(str(r / "ab.outcomes.json"))) == ["a/seed=0", "a/seed=1"]
+
+    (r / "ab.outcomes.json").write_text(raw.replace('"success": "1', '"success": "2', 1))
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 2
+    with pytest.raises(ge.RecordError, match=r"ab.outcomes.json: points\['a/seed=0'\].stages\['.*'\].success"):
+        ge.load_record(str(r / "ab.outcomes.json"))
+
+
 def test_commands_only_lists_points_in_dependency_order(tmp_path):
     init = lambda src: {"arm": src, "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}
     spec = _spec(tmp_path, {"name": "chain", "seeds": [0, 1], "arms": {
@@ -203,7 +244,8 @@ def test_an_arm_starting_from_two_arms_sets_both_flags_and_waits_for_both(tmp_pa
         d.mkdir(parents=True)
         (d / "sweep_point.json").write_text('{"status": "done"}')
         (d / "results.json").write_text(json.dumps(result))
-    report = ge.build_report(ge.parse_spec(quiet), str(tmp_path / "q"))
+    qexp, qdir = ge.parse_spec(quiet), str(tmp_path / "q")
+    report = ge.build_report(qexp, qdir, ge.collect_outcomes(qexp, qdir, {}))
     assert report["arms"]["rm"]["pooled"]["n"] == 0 and report["arms"]["rm"]["report"] is False
     assert report["arms"]["ppo"]["pooled"]["successes"] == 1
     report["command"] = "x"
@@ -246,10 +288,11 @@ def test_an_evaluate_jobs_flat_results_are_the_stage_result(tmp_path):
     d.mkdir(parents=True)
     (d / "sweep_point.json").write_text('{"status": "done"}')
     (d / "results.json").write_text(json.dumps({"online_success": [1, 0], "online_task_ids": ["a", "b"]}))
-    assert ge.arm_outcomes(exp, str(tmp_path), exp.arms["x"]) == {3: ("result", {"a": 1, "b": 0})}
+    outcomes = lambda: ge.arm_outcomes(exp, exp.arms["x"], ge.collect_outcomes(exp, str(tmp_path), {}))
+    assert outcomes() == {3: ("result", {"a": 1, "b": 0}, False)}
     (d / "results.json").unlink()  # the evaluate job's own file name
     (d / "eval.json").write_text(json.dumps({"online_success": [0, 1], "online_task_ids": ["a", "b"]}))
-    assert ge.arm_outcomes(exp, str(tmp_path), exp.arms["x"]) == {3: ("result", {"a": 0, "b": 1})}
+    assert outcomes() == {3: ("result", {"a": 0, "b": 1}, False)}
 
 
 def test_every_shipped_spec_parses_against_its_recipes():
