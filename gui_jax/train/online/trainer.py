@@ -249,11 +249,12 @@ def train_online(agent, tasks: Sequence, pcfg: PromptConfig, cfg, *, workdir: st
             while run.running:
                 it = run.iteration
                 chosen = _sample_iteration_tasks(run, tasks, cfg, np.random.default_rng([int(cfg.seed), it]), prefix)
+                t0 = time.monotonic()
                 with RolloutEngine(behaviour, pool, pcfg, rollout_config(cfg, it), prompt_fn=prompt_fn,
                                    parse_fn=parse_fn) as engine:
                     engine.set_policy(version=it)
                     records = engine.run(chosen, trials=cfg.num_rollouts)
-                train(records)
+                train(records, extra={"rollout_seconds": time.monotonic() - t0})
         summary = run.close()
     finally:
         if stream is not None:
@@ -284,7 +285,10 @@ def _train_iteration(run: OnlineRun, records, *, cfg, reward_fn, reward_model, o
     trajs, rep = records_to_trajs(records)
     _add_report(run.report, rep)
     completed = [r for r in records if r.status == "completed"]
+    # seconds per phase (wall, this process): where an iteration's time goes, e.g. PPO's critic against GRPO
+    t0 = time.monotonic()
     step_fn, reward_metrics = apply_rewards(completed, trajs, cfg, reward_model, reward_fn)
+    t1 = time.monotonic()
     if run.fcf is not None:
         by_task: dict = {}
         for t in trajs:
@@ -292,6 +296,7 @@ def _train_iteration(run: OnlineRun, records, *, cfg, reward_fn, reward_model, o
         run.fcf.record_epoch(by_task)
     samples, metrics = advantage_step(run, trajs, cfg, np.random.default_rng([int(cfg.seed), it, 1]),
                                       reward_fn=step_fn)
+    t2 = time.monotonic()
     # the trained reward (the RM's when online.reward = rm) drives the curriculum, as it would without a rule
     success = float(np.mean([t.success for t in trajs])) if trajs else 0.0
     metrics.update(reward_metrics)
@@ -305,6 +310,7 @@ def _train_iteration(run: OnlineRun, records, *, cfg, reward_fn, reward_model, o
     if run.fcf is not None:
         metrics["fcf_removed"] = len(run.fcf.removed)
     metrics.update((update or run.update)(samples))
+    metrics.update({"reward_seconds": t1 - t0, "advantage_seconds": t2 - t1, "update_seconds": time.monotonic() - t2})
     if on_iteration is not None:
         on_iteration(run, trajs, metrics)
     run.end_iteration(metrics)

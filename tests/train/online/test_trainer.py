@@ -242,6 +242,16 @@ def test_ppo_value_loss_decreases_on_a_fixed_batch(agent):
 
 def test_ppo_online_run_end_to_end(agent, tmp_path):
     cfg = _cfg("ppo", iterations=1, critic_learning_rate=1e-3, num_rollouts=2)
+    logged = []
+
+    class Log:
+        def write(self, step, metrics, prefix=""):
+            logged.append((step, prefix, dict(metrics)))
+
     summary = train_online(agent, _tasks()[:2], PCFG, cfg, workdir=str(tmp_path), env_cfg=_env_cfg(),
-                           prompt_fn=oracle_prompt, policy=EncodedOracle(agent))
+                           prompt_fn=oracle_prompt, policy=EncodedOracle(agent), logger=Log())
     assert summary["iterations"] == 1 and summary["rollout_report"]["completed"] == 4
+    # each phase of the iteration is timed, so a slow algorithm shows where its time goes
+    (step, _, m), = logged
+    phases = ("rollout_seconds", "reward_seconds", "advantage_seconds", "update_seconds")
+    assert step == 1 and all(m[k] >= 0.0 for k in phases) and m["advantage_seconds"] > 0.0  # the critic ran
