@@ -23,8 +23,10 @@ LEVELS = {  # easy templates with <= 4 expert steps outside the quickstart's ten
     "app": ("calendar.event_location", "calendar.event_time", "contacts.phone_answer", "files.count", "files.size",
             "notes.count", "notes.read", "recipes.prep_time", "recipes.servings", "recorder.duration"),
 }
-POLICIES = {"sft": ("semi_online_rl", "sft/checkpoints"), "semi_online_rl": ("semi_online_rl", "rl/checkpoints"),
-            "grpo": ("grpo", "online/checkpoints")}
+# policy: (source arm, checkpoints path, the source's stage after which that path is final)
+POLICIES = {"sft": ("semi_online_rl", "sft/checkpoints", "sft"),
+            "semi_online_rl": ("semi_online_rl", "rl/checkpoints", "semi_online_rl"),
+            "grpo": ("grpo", "online/checkpoints", None)}
 
 
 def get_spec():
@@ -36,16 +38,17 @@ def get_spec():
             "semi_online_rl_instance": {"results_of": "semi_online_rl", "stage": "semi_online_rl"},
             "grpo_instance": {"results_of": "grpo", "stage": "grpo"}}
     for level, templates in LEVELS.items():
-        for policy, (source, path) in POLICIES.items():
-            arms[f"{policy}_{level}"] = {
-                "recipe": "configs/evaluate.py", "overrides": {"data.templates": templates},
-                "init_from": {"arm": source, "path": path, "flag": "eval.checkpoint_dir"}, "seed_fields": ["seed"]}
+        for policy, (source, path, ready) in POLICIES.items():
+            init = {"arm": source, "path": path, "flag": "eval.checkpoint_dir", **({"ready": ready} if ready else {})}
+            arms[f"{policy}_{level}"] = {"recipe": "configs/evaluate.py", "overrides": {"data.templates": templates},
+                                         "init_from": init, "seed_fields": ["seed"]}
     # Few-shot adaptation on the unseen apps (AWG): the SFT fine-tuned on k demonstrations of each unseen app
     # (per app, and all apps at once), evaluated on the same 440 held-out tasks as the `*_app` arms.
     arms["few_shot_per_app"] = {
         "recipe": "configs/few_shot.py", "overrides": {**split, "data.templates": LEVELS["app"],
                                                        "data.split": "instance"},
-        "init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+        "init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir",
+                      "ready": "sft"},
         "stage": "per_app", "seed_fields": ["seed"]}
     arms["few_shot_all_app"] = {"results_of": "few_shot_per_app", "stage": "all_app"}
     arms["zero_shot_app"] = {"results_of": "few_shot_per_app", "stage": "start"}

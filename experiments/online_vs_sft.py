@@ -21,7 +21,8 @@ QUICKSTART_SPLIT = {  # configs/quickstart.py's data block: the same training po
 }
 BUDGET = {"online.iterations": 240, "online.episodes_per_iteration": 8, "online.num_rollouts": 4,
           "online.learning_rate": 1e-4}
-FROM_SFT = {"init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
+FROM_SFT = {"init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir",
+                          "ready": "sft"},  # starts once the SFT stage is written, while the quickstart's RL runs
             "seed_fields": ["seed", "online.seed"]}
 
 

@@ -39,7 +39,7 @@ REWARDS = {
 def get_spec():
     online_vs_sft = load_python_file(ONLINE_VS_SFT)
     shared = online_vs_sft.get_spec()["arms"]
-    from_sft = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}
+    from_sft = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir", "ready": "sft"}
     arms = {
         "semi_online_rl": shared["semi_online_rl"], "grpo": shared["grpo"],
         "export_sft": {"recipe": "configs/export.py", "init_from": {**from_sft, "flag": "export.checkpoint_dir"},

@@ -30,7 +30,8 @@ def get_spec():
     data = {k: online_vs_sft.QUICKSTART_SPLIT[k] for k in QUICKSTART_DATA}
     data["data.num_train_episodes"] = 500  # the quickstart SFT's expert episodes
     data["self_improve.sft.learning_rate"] = 1e-4
-    policy = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "self_improve.policy_checkpoint_dir"}
+    policy = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "self_improve.policy_checkpoint_dir",
+              "ready": "sft"}
     rm = {"arm": "reward_model", "path": "rm/checkpoints", "flag": "self_improve.rm_checkpoint_dir"}
     arms = {name: shared[name] for name in ("semi_online_rl", "export_sft", "reward_model")}
     arms["self_improve"] = {"recipe": "configs/self_improve.py", "stage": "round_2", "init_from": [policy, rm],

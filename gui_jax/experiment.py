@@ -11,8 +11,10 @@ A spec file defines `get_spec()` returning a dict:
                         "init_from": {"arm": other, "path": "sft/checkpoints", "flag": "init.checkpoint_dir"},
                         "stage": results.json stage, "seed_fields": [flags]}}
                  init_from: at each seed, `flag` = <that arm's workdir at the same seed>/<path> (the arm runs
-                 after its source); a list of such dicts sets several flags from several arms (e.g. the
-                 policy from one arm, the reward model from another). An arm may instead read another
+                 after its source; with "ready": stage, as soon as the source's results.json holds that
+                 stage, e.g. "sft", while the source's later stages run); a list of such dicts sets several
+                 flags from several arms (e.g. the policy from one arm, the reward model from another).
+                 An arm may instead read another
                  stage of an arm's runs, without a job of its own: {"results_of": arm, "stage": "sft"}
                  (e.g. the SFT start inside a quickstart run).
     seeds        [ints]: every arm runs once per seed, the seed written to each of `seed_fields`
@@ -73,8 +75,34 @@ def settings(exp: Experiment, p: Point) -> dict:
     """What defines a point's job, independent of the workdir (a finished point run with other
     settings would mix two experiments in one report)."""
     a = exp.arms[p.arm]
-    return json.loads(json.dumps({"recipe": a.recipe, "overrides": a.overrides, "init_from": a.init_from,
+    init = a.init_from  # `ready` only schedules (when the source's path is final): not part of the result
+    if init is not None:
+        strip = lambda e: {k: v for k, v in e.items() if k != "ready"}
+        init = [strip(e) for e in init] if isinstance(init, (list, tuple)) else strip(init)
+    return json.loads(json.dumps({"recipe": a.recipe, "overrides": a.overrides, "init_from": init,
                                   "seed_fields": a.seed_fields, "seed": p.seed}))
+
+
+def source_ready(exp: Experiment, workdir: str, p: Point, init: dict) -> bool:
+    """Whether point p's init_from source `init` can be started from: the source point has finished, or the
+    stage init["ready"] is in its results.json (the quickstart writes it after each stage; its path is final)."""
+    d = point_dir(workdir, Point(init["arm"], p.seed))
+    if gs.point_dir_done(d):
+        return True
+    if not init.get("ready"):
+        return False
+    try:
+        with open(os.path.join(d, "results.json")) as f:
+            results = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(results, dict) and init["ready"] in results.get("stages", results)
+
+
+def source_deps(exp: Experiment, workdir: str, p: Point) -> list:
+    """run_points' sources of p: a source's point key, or (key, ready) for an init_from with `ready`."""
+    return [(Point(i["arm"], p.seed), (lambda i=i: source_ready(exp, workdir, p, i))) if i.get("ready")
+            else Point(i["arm"], p.seed) for i in exp.arms[p.arm].inits]
 
 
 def point_command(exp: Experiment, workdir: str, p: Point, module: str = "gui_jax.main") -> list:
@@ -109,10 +137,12 @@ def write_commands(exp: Experiment, workdir: str, spec_path: str, todo: list) ->
     path = os.path.join(workdir, "commands.sh")
     with open(path, "w") as f:
         f.write("#!/usr/bin/env bash\n# one (arm, seed) point per line, from the repository root, on any machine "
-                "sharing the workdir;\n# a line ending in '# after X' starts once point X has finished. Then:\n"
+                "sharing the workdir;\n# a line ending in '# after X' starts once point X has finished ('X stage S': "
+                "once X's results.json holds stage S). Then:\n"
                 f"# {shlex.join(base + ['--report_only'])}\n")
         for p in todo:
-            waits = [src.key for src in sources_of(exp, p) if src.key in keys]
+            waits = [f"{i['arm']}/seed={p.seed}" + (f" stage {i['ready']}" if i.get("ready") else "")
+                     for i in exp.arms[p.arm].inits if f"{i['arm']}/seed={p.seed}" in keys]
             after = f"  # after {', '.join(waits)}" if waits else ""
             f.write(shlex.join(base + [f"--point={p.key}"]) + after + "\n")
     return path
@@ -424,7 +454,8 @@ def main(argv=None) -> int:
         if not match:
             print(f"error: no point {a.point!r}; points: {', '.join(p.key for p in points)}", file=sys.stderr)
             return 2
-        waiting = [src.key for src in sources_of(exp, match[0]) if not gs.point_dir_done(point_dir(workdir, src))]
+        waiting = [i["arm"] + f"/seed={match[0].seed}" + (f" (stage {i['ready']})" if i.get("ready") else "")
+                   for i in exp.arms[match[0].arm].inits if not source_ready(exp, workdir, match[0], i)]
         if match[0] in todo and waiting:
             print(f"error: point {a.point} starts from {', '.join(waiting)}, which has not finished",
                   file=sys.stderr)
@@ -433,7 +464,7 @@ def main(argv=None) -> int:
     failed = []
     if not a.report_only:
         jobs = {p: (lambda p=p: run_one(exp, workdir, p, a.module)) for p in todo}
-        after = {p: sources_of(exp, p) for p in todo if sources_of(exp, p)}
+        after = {p: source_deps(exp, workdir, p) for p in todo if sources_of(exp, p)}
         failed = gs.run_points(jobs, a.parallel, after, desc="experiment points")
     for p in failed:
         bad = [src.key for src in sources_of(exp, p) if src in failed]

@@ -16,6 +16,7 @@ SPEC_KEYS = ("name", "description", "arms", "seeds", "seed_fields", "evaluation"
 ARM_KEYS = ("recipe", "overrides", "init_from", "stage", "seed_fields", "report")
 VIEW_KEYS = ("results_of", "stage")
 INIT_KEYS = ("arm", "path", "flag")
+INIT_OPTIONAL = ("ready",)  # a stage of the source's results.json after which `path` is final (scheduling only)
 EVAL_KEYS = ("metric", "stage", "test")
 TESTS = ("mcnemar", "bootstrap")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # names become directory and file names
@@ -182,10 +183,13 @@ def parse_spec(spec) -> Experiment:
             at = f"{where}.init_from" + (f"[{i}]" if isinstance(init_raw, (list, tuple)) else "")
             if not isinstance(init, dict):
                 raise ExperimentError(f"{at}: must be a dict {{arm, path, flag}}, got {init!r}")
-            _keys(init, INIT_KEYS, at)
+            _keys(init, INIT_KEYS + INIT_OPTIONAL, at)
             for k in INIT_KEYS:
                 if not isinstance(init.get(k), str) or not init.get(k):
                     raise ExperimentError(f"{at}.{k}: missing (init_from needs arm, path and flag)")
+            if "ready" in init and not (isinstance(init["ready"], str) and _NAME.match(init["ready"])):
+                raise ExperimentError(f"{at}.ready: {init['ready']!r} must be a stage name of the source's "
+                                      "results.json (e.g. 'sft'), after which its path is final")
             if init["arm"] not in raw or "results_of" in raw[init["arm"]] or init["arm"] == arm:
                 raise ExperimentError(f"{at}.arm: {init['arm']!r} is not another arm that runs jobs "
                                       f"(arms: {', '.join(raw)})")

@@ -250,11 +250,16 @@ def run_command(cmd: list, point_dir: str, info: dict | None = None) -> int:
 SOURCE_FAILED = -1000  # the return code of a point skipped because the point it starts from failed
 
 
+READY_POLL_S = 5.0  # how often a dependant waiting for a stage of a running source looks again
+
+
 def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: str = "points") -> list:
     """Runs jobs {key: fn() -> return code} `parallel` at a time, in the dict's order; a key in
-    `after` ({key: source key, or a list of them}) starts once its sources have finished and is skipped if
-    one failed. Sources must come before their dependants in `jobs` (the pool takes jobs in order, so a
-    waiting dependant's sources are already running and the wait cannot deadlock).
+    `after` ({key: source, or a list of them}) starts once its sources have finished and is skipped if
+    one failed. A source is a key, or (key, ready) with ready() -> bool: then the dependant starts as soon
+    as ready() holds (the source's stage it needs is written) while the rest of the source still runs, and is
+    skipped if the source fails before that. Sources must come before their dependants in `jobs` (the pool
+    takes jobs in order, so a waiting dependant's sources are already running and the wait cannot deadlock).
     Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job
     starts after it, and the exception propagates."""
     from gui_jax.core.progress import progress
@@ -262,12 +267,25 @@ def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: s
     futs: dict = {}
     raised: list = []
 
+    def source_ok(src) -> bool:
+        key, ready = src if isinstance(src, tuple) else (src, None)
+        if key not in futs:
+            return True
+        while ready is not None and not futs[key].done():
+            if ready():
+                return True
+            try:
+                futs[key].exception(timeout=READY_POLL_S)  # returns early when the source ends
+            except concurrent.futures.TimeoutError:
+                pass
+        return futs[key].result() == 0 or (ready is not None and ready())
+
     def one(key):
         if raised:  # checked in the worker, so no job slips in before the main thread sees the error
             return None
         srcs = after.get(key)
         for src in srcs if isinstance(srcs, list) else [srcs]:
-            if src in futs and futs[src].result() != 0:
+            if not source_ok(src):
                 return SOURCE_FAILED
         try:
             return jobs[key]()

@@ -272,6 +272,59 @@ def test_run_points_skips_the_dependants_of_a_failed_source():
     assert sorted(ran) == ["a", "c", "d"] and failed == ["a", "b"]
 
 
+def test_a_dependant_with_ready_starts_when_its_sources_stage_is_written_while_the_source_runs(tmp_path,
+                                                                                               monkeypatch):
+    """init_from "ready": "sft": the PPO arm starts once the quickstart's results.json holds its SFT stage, not
+    after the quickstart's RL stages. The source job blocks until the dependant has started (an Event, not a
+    clock): had the runner waited for the whole source, the source would see its wait time out."""
+    import threading
+    init = {"arm": "qs", "path": "sft/checkpoints", "flag": "init.checkpoint_dir", "ready": "sft"}
+    body = {"name": "rd", "seeds": [0], "arms": {"qs": {"recipe": QUICKSTART}, "ppo": {"recipe": GRPO, "init_from": init}}}
+    spec = _spec(tmp_path, body)
+    w = tmp_path / "w"
+    started, seen = threading.Event(), []
+
+    def job(cmd, log):
+        d = pathlib.Path(_flags(cmd)["workdir"])
+        d.mkdir(parents=True, exist_ok=True)
+        if d.parent.name == "qs":
+            (d / "results.json").write_text(json.dumps({"stages": {"sft": {}}}))  # SFT done, RL to come
+            seen.append(started.wait(timeout=60))
+            (d / "results.json").write_text(json.dumps({"stages": {"sft": {}, "semi_online_rl": {
+                "online_success": [1, 0], "online_task_ids": ["x", "y"]}}}))
+        else:
+            started.set()
+            (d / "results.json").write_text(json.dumps({"online_success": {"x": 1, "y": 1}}))
+        return 0
+
+    monkeypatch.setattr(gs, "_call", job)
+    monkeypatch.setattr(gs, "READY_POLL_S", 0.01)
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={tmp_path / 'r'}", "--parallel=2"]) == 0
+    assert seen == [True]
+    # `ready` schedules only: a point finished without it is not stale under a spec with it, and the reverse
+    exp = ge.load_spec(spec)
+    plain = ge.parse_spec({**body, "arms": {**body["arms"], "ppo": {"recipe": GRPO, "init_from": {
+        k: v for k, v in init.items() if k != "ready"}}}})
+    assert ge.settings(exp, ge.Point("ppo", 0)) == ge.settings(plain, ge.Point("ppo", 0))
+    assert ge.stale_points(plain, str(w)) == []
+    # commands.sh names the stage a dependant waits for; --point refuses to start before it is written
+    for arm in ("qs", "ppo"):
+        (w / arm / "seed=0" / "sweep_point.json").unlink()
+    (w / "qs" / "seed=0" / "results.json").write_text(json.dumps({"stages": {}}))
+    assert ge.main([spec, f"--workdir={w}", "--commands_only"]) == 0
+    assert (w / "commands.sh").read_text().rstrip().endswith("--point=ppo/seed=0  # after qs/seed=0 stage sft")
+    assert ge.main([spec, f"--workdir={w}", "--point=ppo/seed=0"]) == 2
+    with pytest.raises(ge.ExperimentError, match=r"spec.arms.ppo.init_from.ready: 3 must be a stage name"):
+        ge.parse_spec({**body, "arms": {**body["arms"], "ppo": {"recipe": GRPO, "init_from": {**init, "ready": 3}}}})
+
+
+def test_run_points_skips_a_dependant_whose_source_fails_before_its_stage_is_ready():
+    ran = []
+    jobs = {k: (lambda k=k: ran.append(k) or (1 if k == "a" else 0)) for k in ("a", "b", "c")}
+    failed = gs.run_points(jobs, parallel=2, after={"b": [("a", lambda: False)], "c": [("a", lambda: True)]})
+    assert sorted(ran) == ["a", "c"] and failed == ["a", "b"]  # c's stage was written before a failed
+
+
 def test_task_outcomes_reads_both_layouts_and_refuses_rates():
     assert ge.task_outcomes({"online_success": {"7": 1, "3": 0}}, "online_success", "w") == {"7": 1, "3": 0}
     assert ge.task_outcomes({"online_success": [1, 0, 1], "online_task_ids": ["x", "y", "x"]}, "online_success",
