@@ -95,6 +95,20 @@ def masked_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, 
   return out.reshape(b, lq, h, d)
 
 
+def cached_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float) -> jax.Array:
+  """masked_attention over a KV cache laid out [B, KV, S, D] (slots beside the head dim): both contractions then
+  take k / v as they are stored, where the [B, S, KV, D] layout made XLA transpose the whole cache every decode
+  step. q [B, Lq, H, D], mask [B, Lq, S] bool. Returns [B, Lq, H, D]; fully masked rows give zeros."""
+  b, lq, h, d = q.shape
+  kv = k.shape[1]
+  qg = q.reshape(b, lq, kv, h // kv, d)
+  logits = jnp.einsum("bqkgd,bksd->bkgqs", qg, k, preferred_element_type=jnp.float32) * scale
+  m = mask[:, None, None, :, :]
+  logits = jnp.where(m, logits, jnp.finfo(jnp.float32).min)
+  probs = jnp.where(m, jax.nn.softmax(logits, axis=-1), 0.0).astype(v.dtype)
+  return jnp.einsum("bkgqs,bksd->bqkgd", probs, v).reshape(b, lq, h, d)
+
+
 def segment_mask(segment_ids: jax.Array, kv_segment_ids: jax.Array, causal: bool) -> jax.Array:
   """[B, T], [B, S] -> [B, T, S] bool: same segment (and key index <= query index when causal)."""
   mask = segment_ids[:, :, None] == kv_segment_ids[:, None, :]

@@ -29,7 +29,7 @@ cache C tokens at a time inside one `lax.fori_loop` (attention scores [B, heads,
 before the loop, and each chunk splices the rows of its own image tokens.
 KV cache dtype (`cache_dtype`, e.g. 'bfloat16'): halves cache memory; attention still runs in the model's compute
 dtype. Under `sharding.activation_sharding(mesh)` the cache is constrained to logical axes
-('batch', 'kv_length', 'act_kv_heads', None), i.e. sharded over batch and kv heads by the mesh rules.
+('batch', 'act_kv_heads', 'kv_length', None), i.e. sharded over batch and kv heads by the mesh rules.
 Decode loop (`decode_impl`): 'while_loop' runs all steps in one jitted `lax.while_loop` (default; ~2x the
 tokens/s of 'python' for the tiny preset on CPU, where per-step dispatch dominates); 'python' calls a jitted
 single step with the decode state donated (in-place cache update); it was ~1.25x faster for a 50M model on a
@@ -53,8 +53,9 @@ from gui_jax.models.qwen2_5_vl.vision import VisionLayout, grouped_vision_layout
 from gui_jax.models.qwen2_5_vl.vision import vision_layout as build_vision_layout
 from gui_jax.models.sampling import sample_tokens
 
-# Powers of two and their 3/2 midpoints from 256 on (<= 33% padding; a 10k-token prompt pads to 12288, not 16384).
-DEFAULT_PROMPT_BUCKETS = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+# Powers of two and their 3/2 midpoints from 64 on (<= 33% padding; a 10k-token prompt pads to 12288, not 16384;
+# the quickstart's ~165-token prompts to 192, not 256: prefill and every decode step's cache read shrink with it).
+DEFAULT_PROMPT_BUCKETS = (16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
                           16384, 24576, 32768)
 DEFAULT_NEW_TOKEN_BUCKETS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -160,9 +161,9 @@ def split_images_by_row(pixel_values, grid: np.ndarray, ids: np.ndarray, cfg) ->
 
 
 def _constrain_cache(cache: KVCache) -> KVCache:
-  """Pins the KV cache k / v ([layers,] B, S, kv_heads, head_dim) to ('batch', 'kv_length', 'act_kv_heads')
+  """Pins the KV cache k / v ([layers,] B, kv_heads, S, head_dim) to ('batch', 'act_kv_heads', 'kv_length')
   under an activation mesh (a no-op without one)."""
-  axes = ("batch", "kv_length", "act_kv_heads", None)
+  axes = ("batch", "act_kv_heads", "kv_length", None)
 
   def pin(x):
     if isinstance(x, (tuple, list)):
@@ -469,7 +470,7 @@ def _prefill_chunks(model, ids, mask, pos, features, cache: KVCache, last_index,
 
 
 def _gather_rows(cache: KVCache, rows: jax.Array) -> KVCache:
-  """The cache of batch rows `rows` [B'] (k / v: [layers,] B, S, kv_heads, head_dim, or per-layer lists)."""
+  """The cache of batch rows `rows` [B'] (k / v: [layers,] B, kv_heads, S, head_dim, or per-layer lists)."""
   def take(x):
     if isinstance(x, (tuple, list)):
       return type(x)(jnp.take(a, rows, axis=a.ndim - 4) for a in x)

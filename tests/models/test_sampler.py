@@ -240,3 +240,18 @@ def test_copies_sample_like_repeated_prompts(models, chunk):
   np.testing.assert_array_equal(greedy.tokens, np.repeat(s.generate(prompts[:1], max_new_tokens=16).tokens, 3, 0))
   with pytest.raises(ValueError, match=r"copies needs one count >= 1 per prompt \(3 prompts\), got \[1, 0, 2\]"):
     s.generate(prompts, copies=[1, 0, 2], max_new_tokens=4)
+
+
+def test_fast_categorical_and_argmax_pick_the_library_calls_tokens_exactly():
+  """sampling.categorical / first_argmax replace jax.random.categorical / jnp.argmax in the decode step for speed;
+  they must pick the same token for every key, with filtered (-inf) entries and with ties (first index wins)."""
+  x = jax.random.normal(jax.random.key(0), (8, 257)) * 3
+  filtered = jnp.where(x > 1.0, x, -jnp.inf)
+  ties = jnp.round(x)  # many equal maxima per row
+  ours, ref = jax.jit(sampling.categorical), jax.jit(lambda k, l: jax.random.categorical(k, l, axis=-1))
+  for logits in (x, filtered, ties):
+    for i in range(50):
+      k = jax.random.key(i)
+      np.testing.assert_array_equal(np.asarray(ours(k, logits)), np.asarray(ref(k, logits)))
+    np.testing.assert_array_equal(np.asarray(sampling.first_argmax(logits)), np.asarray(jnp.argmax(logits, axis=-1)))
+  assert sampling.first_argmax(ties).dtype == jnp.int32

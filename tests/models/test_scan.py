@@ -108,7 +108,7 @@ def test_scanned_model_equals_layer_loop_logits_grads_remat_and_kv_cache():
                                    vision_layout=layout, position_ids=pre_pos, cache=c))
   step = nnx.jit(lambda m, tok, c: m(tok, cache=c))
   cache = scan.init_cache(1, ids.shape[1] + 2)
-  assert cache.k.shape == (CFG.text.num_hidden_layers, 1, ids.shape[1] + 2, 2, 32)
+  assert cache.k.shape == (CFG.text.num_hidden_layers, 1, 2, ids.shape[1] + 2, 32)
   out = prefill(scan, cache)
   diff = np.abs(np.asarray(out.logits) - np.asarray(logits_loop)[:, :cut])[mask[:, :cut]].max()
   c = out.cache

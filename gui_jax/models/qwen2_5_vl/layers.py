@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from gui_jax.models.attention import masked_attention  # noqa: F401  (re-exported: vision, KV-cache path)
+from gui_jax.models.attention import masked_attention  # noqa: F401  (re-exported: vision)
 
 
 def dtype_of(name) -> jnp.dtype:

@@ -144,7 +144,7 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
     self.language_model.remat_policy = policy
 
   def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
-    """Empty static KV cache: k, v [layers, batch, max_len, kv_heads, head_dim]."""
+    """Empty static KV cache: k, v [layers, batch, kv_heads, max_len, head_dim]."""
     return KVCache.init(self.cfg.text, batch, max_len, dtype_of(dtype or self.cfg.dtype))
 
   def image_features(self, pixel_values: jax.Array, layout: VisionLayout) -> jax.Array:

@@ -8,7 +8,8 @@ Layers are a list of DecoderLayer (scan_layers=False) or one DecoderLayer whose 
 axis run by lax.scan (scan_layers=True); remat_policy applies per layer in both.
 
 KV cache (`KVCache`, a pytree; build with `KVCache.init` or `Qwen25VLForConditionalGeneration.init_cache`):
-  k, v      [num_layers, B, max_len, kv_heads, head_dim] (stacked over layers, scanned or not)
+  k, v      [num_layers, B, kv_heads, max_len, head_dim] (stacked over layers, scanned or not; slots next to
+            the head dim, so a decode step's attention reads them without transposing the cache)
   valid     [B, max_len] bool   slot holds a real (non-padding) token
   index     [] int32            number of slots written so far (same for every row)
   next_position [B] int32       M-RoPE position the next text token gets (max position so far + 1)
@@ -16,7 +17,7 @@ A call with L new tokens writes them to slots [index, index + L), lets token i a
 are valid, and returns the cache with index += L. Padding inside the new tokens is marked by attention_mask.
 The caller keeps index + L <= max_len (dynamic_update_slice would clamp the write, silently). The cached path
 uses the XLA attention (explicit [B, L, max_len] mask); segment_ids are not used with a cache.
-For sharding, k / v map naturally to logical axes ('layers', 'batch', None, 'kv_heads', None).
+For sharding, k / v map naturally to logical axes ('layers', 'batch', 'kv_heads', None, None).
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from gui_jax.models.attention import attention
+from gui_jax.models.attention import attention, cached_attention
 from gui_jax.models.qwen2_5_vl.config import TextConfig
-from gui_jax.models.qwen2_5_vl.layers import (Linear, RMSNorm, apply_rope, make_param, masked_attention,
-                                              remat_policy_fn, scan_stacked, stack_modules)
+from gui_jax.models.qwen2_5_vl.layers import (Linear, RMSNorm, apply_rope, make_param, remat_policy_fn, scan_stacked,
+                                              stack_modules)
 
 
 @jax.tree_util.register_dataclass
@@ -44,7 +45,7 @@ class KVCache:
 
   @classmethod
   def init(cls, cfg: TextConfig, batch: int, max_len: int, dtype=jnp.float32) -> "KVCache":
-    shape = (cfg.num_hidden_layers, batch, max_len, cfg.num_key_value_heads, cfg.head_dim)
+    shape = (cfg.num_hidden_layers, batch, cfg.num_key_value_heads, max_len, cfg.head_dim)
     return cls(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
                valid=jnp.zeros((batch, max_len), bool), index=jnp.zeros((), jnp.int32),
                next_position=jnp.zeros((batch,), jnp.int32))
@@ -76,10 +77,12 @@ class TextAttention(nnx.Module):
     self.v_proj = Linear(h, self.num_kv * hd, ("embed", "kv_heads"), bias=True, **kw)
     self.o_proj = Linear(self.num_heads * hd, h, ("heads", "embed"), bias=False, **kw)
 
-  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None, layer=None):
     """x [B, L, H]; cos/sin [B, L, hd]. Without a cache: segment_ids [B, L] int32 (causal within segments).
-    With kv_cache (k, v) [B, S, KV, hd]: mask [B, L, S] bool over the cache slots, index = first slot written.
-    Returns (out [B, L, H], (k, v) updated cache or None)."""
+    With kv_cache (k, v) [B, KV, S, hd]: mask [B, L, S] bool over the cache slots, index = first slot written;
+    with `layer`, kv_cache is every layer's stack [layers, B, KV, S, hd] and only this layer's new slots are
+    written (in place inside the decode loop, instead of slicing out a layer and stacking them again: that
+    copied the whole cache every step). Returns (out [B, L, H], (k, v) updated cache or None)."""
     b, l, _ = x.shape
     q = self.q_proj(x).reshape(b, l, self.num_heads, self.head_dim)
     k = self.k_proj(x).reshape(b, l, self.num_kv, self.head_dim)
@@ -90,9 +93,16 @@ class TextAttention(nnx.Module):
       out = attention(q, k, v, segment_ids, causal=True, scale=scale, impl=self.attention_impl)
       return self.o_proj(out.reshape(b, l, -1)), None
     ck, cv = kv_cache
-    ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, index, 0, 0))
-    cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
-    out = masked_attention(q, ck.astype(q.dtype), cv.astype(q.dtype), mask, scale)
+    k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # the new slots only: [B, KV, L, hd]
+    if layer is None:
+      ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, 0, index, 0))
+      cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, 0, index, 0))
+      lk, lv = ck, cv
+    else:
+      ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype)[None], (layer, 0, 0, index, 0))
+      cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype)[None], (layer, 0, 0, index, 0))
+      lk, lv = ck[layer], cv[layer]
+    out = cached_attention(q, lk.astype(q.dtype), lv.astype(q.dtype), mask, scale)
     return self.o_proj(out.reshape(b, l, -1)), (ck, cv)
 
 
@@ -117,8 +127,8 @@ class DecoderLayer(nnx.Module):
     self.self_attn = TextAttention(cfg, dtype, param_dtype, rngs, attention_impl)
     self.mlp = TextMLP(cfg, dtype, param_dtype, rngs)
 
-  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
-    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, segment_ids, mask, kv_cache, index)
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None, layer=None):
+    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, segment_ids, mask, kv_cache, index, layer)
     x = x + a
     return x + self.mlp(self.post_attention_layernorm(x)), new_cache
 
@@ -178,19 +188,18 @@ class TextModel(nnx.Module):
     else:
       x = embeds
       hidden = [x]
-      new_k, new_v = [], []
       for i, layer in enumerate(self.layers):
-        layer_kv = (kv[0][i], kv[1][i]) if kv is not None else None
+        # with a cache, each layer writes its slots of the stacked cache, which passes on to the next layer
+        at = i if kv is not None else None
         if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
           run = nnx.remat(lambda lyr, *a: lyr(*a), policy=remat_policy_fn(self.remat_policy))
-          x, upd = run(layer, x, cos, sin, segment_ids, mask, layer_kv, index)
+          x, upd = run(layer, x, cos, sin, segment_ids, mask, kv, index, at)
         else:
-          x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index)
+          x, upd = layer(x, cos, sin, segment_ids, mask, kv, index, at)
         if upd is not None:
-          new_k.append(upd[0])
-          new_v.append(upd[1])
+          kv = upd
         hidden.append(x)
-      new_kv = (jnp.stack(new_k), jnp.stack(new_v)) if kv is not None else None
+      new_kv = kv
       hidden = tuple(hidden) if output_hidden_states else None
     new_cache = None
     if cache is not None:
