@@ -107,13 +107,18 @@ def test_scanned_model_equals_layer_loop_logits_grads_remat_and_kv_cache():
   prefill = nnx.jit(lambda m, c: m(ids[:, :cut], attention_mask=mask[:, :cut], pixel_values=pixels,
                                    vision_layout=layout, position_ids=pre_pos, cache=c))
   step = nnx.jit(lambda m, tok, c: m(tok, cache=c))
+  from gui_jax.models.qwen2_5_vl.text import KVCache
   cache = scan.init_cache(1, ids.shape[1] + 2)
   assert cache.k.shape == (CFG.text.num_hidden_layers, 1, 2, ids.shape[1] + 2, 32)
-  out = prefill(scan, cache)
-  diff = np.abs(np.asarray(out.logits) - np.asarray(logits_loop)[:, :cut])[mask[:, :cut]].max()
-  c = out.cache
-  for j in range(cut, ids.shape[1]):
-    o = step(scan, jnp.asarray(ids[:, j:j + 1]), c)
-    c = o.cache
-    diff = max(diff, np.abs(np.asarray(o.logits[:, 0]) - np.asarray(logits_loop)[:, j]).max())
-  assert diff <= 1e-5, diff
+  per_layer = loop.init_cache(1, ids.shape[1] + 2)  # unrolled layers: a tuple of per-layer arrays
+  assert len(per_layer.k) == CFG.text.num_hidden_layers and per_layer.k[0].shape == (1, 2, ids.shape[1] + 2, 32)
+  stacked = KVCache.init(CFG.text, 1, ids.shape[1] + 2, stacked=True)  # unrolled layers on a stacked cache
+  for model, cache in ((scan, cache), (loop, per_layer), (loop, stacked)):
+    out = prefill(model, cache)
+    diff = np.abs(np.asarray(out.logits) - np.asarray(logits_loop)[:, :cut])[mask[:, :cut]].max()
+    c = out.cache
+    for j in range(cut, ids.shape[1]):
+      o = step(model, jnp.asarray(ids[:, j:j + 1]), c)
+      c = o.cache
+      diff = max(diff, np.abs(np.asarray(o.logits[:, 0]) - np.asarray(logits_loop)[:, j]).max())
+    assert diff <= 1e-5, diff

@@ -51,7 +51,7 @@ Logical axis names (Param metadata `out_sharding`; `logical_axes(model)` lists t
           (e.g. ('layers', 'embed', 'kv_heads')); the sharding rules map 'layers' to no mesh axis.
 
 Packed rows give each sequence exactly the logits it gets alone (tests/models/test_scan.py, test_attention.py).
-KV cache with scan_layers: the cache is stacked per layer either way (k, v [layers, B, S, KV, hd]).
+KV cache with scan_layers: one stacked array per k / v ([layers, B, KV, S, hd]); without: a tuple of per-layer arrays.
 
 Known gaps: no video inputs; no sliding-window text attention (unused by Qwen2.5-VL); the KV-cache path (prefill
 and decode) uses the XLA attention with an explicit mask, not the kernels.
@@ -144,8 +144,10 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
     self.language_model.remat_policy = policy
 
   def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
-    """Empty static KV cache: k, v [layers, batch, kv_heads, max_len, head_dim]."""
-    return KVCache.init(self.cfg.text, batch, max_len, dtype_of(dtype or self.cfg.dtype))
+    """Empty static KV cache: k, v [layers, batch, kv_heads, max_len, head_dim] when the layers are scanned, else
+    a tuple of per-layer [batch, kv_heads, max_len, head_dim] arrays (updated in place, read without a slice)."""
+    return KVCache.init(self.cfg.text, batch, max_len, dtype_of(dtype or self.cfg.dtype),
+                        stacked=bool(self.cfg.scan_layers))
 
   def image_features(self, pixel_values: jax.Array, layout: VisionLayout) -> jax.Array:
     """pixel_values [N, C*T*P*P] -> [N / merge**2, text hidden]."""

@@ -8,8 +8,9 @@ Layers are a list of DecoderLayer (scan_layers=False) or one DecoderLayer whose 
 axis run by lax.scan (scan_layers=True); remat_policy applies per layer in both.
 
 KV cache (`KVCache`, a pytree; build with `KVCache.init` or `Qwen25VLForConditionalGeneration.init_cache`):
-  k, v      [num_layers, B, kv_heads, max_len, head_dim] (stacked over layers, scanned or not; slots next to
-            the head dim, so a decode step's attention reads them without transposing the cache)
+  k, v      [num_layers, B, kv_heads, max_len, head_dim] (stacked over layers; slots next to the head dim, so a
+            decode step's attention reads them without transposing the cache), or with `stacked=False` a tuple
+            of num_layers [B, kv_heads, max_len, head_dim] arrays (what unrolled layers read and write fastest)
   valid     [B, max_len] bool   slot holds a real (non-padding) token
   index     [] int32            number of slots written so far (same for every row)
   next_position [B] int32       M-RoPE position the next text token gets (max position so far + 1)
@@ -44,9 +45,16 @@ class KVCache:
   next_position: jax.Array
 
   @classmethod
-  def init(cls, cfg: TextConfig, batch: int, max_len: int, dtype=jnp.float32) -> "KVCache":
-    shape = (cfg.num_hidden_layers, batch, cfg.num_key_value_heads, max_len, cfg.head_dim)
-    return cls(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
+  def init(cls, cfg: TextConfig, batch: int, max_len: int, dtype=jnp.float32, stacked: bool = True) -> "KVCache":
+    """stacked: k, v one [layers, B, KV, S, hd] array each (what a layer scan carries); False: a tuple of
+    per-layer [B, KV, S, hd] arrays, which unrolled layers update in place and read without slicing."""
+    shape = (batch, cfg.num_key_value_heads, max_len, cfg.head_dim)
+    if stacked:
+      k, v = jnp.zeros((cfg.num_hidden_layers,) + shape, dtype), jnp.zeros((cfg.num_hidden_layers,) + shape, dtype)
+    else:
+      k = tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_hidden_layers))
+      v = tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_hidden_layers))
+    return cls(k=k, v=v,
                valid=jnp.zeros((batch, max_len), bool), index=jnp.zeros((), jnp.int32),
                next_position=jnp.zeros((batch,), jnp.int32))
 
@@ -188,18 +196,24 @@ class TextModel(nnx.Module):
     else:
       x = embeds
       hidden = [x]
+      per_layer = kv is not None and isinstance(kv[0], (tuple, list))
+      new_k, new_v = [], []
       for i, layer in enumerate(self.layers):
-        # with a cache, each layer writes its slots of the stacked cache, which passes on to the next layer
-        at = i if kv is not None else None
+        # a stacked cache: each layer writes its slots of the stack, which passes on to the next layer;
+        # a per-layer cache: each layer its own arrays
+        layer_kv, at = ((kv[0][i], kv[1][i]), None) if per_layer else (kv, i if kv is not None else None)
         if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
           run = nnx.remat(lambda lyr, *a: lyr(*a), policy=remat_policy_fn(self.remat_policy))
-          x, upd = run(layer, x, cos, sin, segment_ids, mask, kv, index, at)
+          x, upd = run(layer, x, cos, sin, segment_ids, mask, layer_kv, index, at)
         else:
-          x, upd = layer(x, cos, sin, segment_ids, mask, kv, index, at)
-        if upd is not None:
+          x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index, at)
+        if upd is not None and per_layer:
+          new_k.append(upd[0])
+          new_v.append(upd[1])
+        elif upd is not None:
           kv = upd
         hidden.append(x)
-      new_kv = kv
+      new_kv = (tuple(new_k), tuple(new_v)) if per_layer else kv
       hidden = tuple(hidden) if output_hidden_states else None
     new_cache = None
     if cache is not None:
