@@ -4,8 +4,9 @@ against ORM-PPO and GRPO, and offline GRPO with the RM's reward against the orac
     python -m gui_jax.experiment experiments/prm_rewards.py [--parallel 2]
 
 The start is the quickstart's SFT (the `semi_online_rl` arm of experiments/online_vs_sft.py, same settings, so
-its finished workdirs copy in, as does its `grpo` arm); every RL arm has that spec's budget (240 iterations of
-8 tasks x 4 rollouts, actor lr 1e-4) on its task split (1,426 training tasks, 440 held-out tasks).
+its finished workdirs copy in); the online arms have that spec's budget at half the iterations (PPO_ITERATIONS =
+120 of 8 tasks x 4 rollouts, actor lr 1e-4) on its task split (1,426 training tasks, 440 held-out tasks); the
+offline arms have the quickstart's 240.
   export_sft     the SFT exported (configs/export.py), the reward model's starting weights;
   reward_model   the SFT's likelihood trained as the reward model (rm.model.scorer = policy_likelihood, 600 steps,
                  lr 3e-4; experiments/results/reward_model_from_base.md: held-out step F1 0.80, outcome F1 0.78);
@@ -13,7 +14,7 @@ its finished workdirs copy in, as does its `grpo` arm); every RL arm has that sp
   prm_ppo        GUI-Shepherd's PRM-PPO: r_t = P(step t's action | the agent's prompt) under the reward model
                  + 0.1·[response parsed], no outcome term. GUI-Shepherd initialises the critic from its verdict
                  PRM; a likelihood RM has no verdict head, so the critic starts from the policy as in orm_ppo;
-  grpo           trajectory GRPO (online_vs_sft's arm);
+  grpo           trajectory GRPO (online_vs_sft's arm at PPO_ITERATIONS);
   offline_oracle UI-S1's offline-RL baseline inside the `semi_online_rl` run: single-step GRPO over the expert
                  steps, rewarded by the rule check against the expert action (GUI-Shepherd's oracle reward);
   offline_rm     the same offline GRPO rewarded by the reward model's score of each sampled action
@@ -29,6 +30,10 @@ from gui_jax.core.recipe_files import load_python_file
 
 ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
 LIKELIHOOD_RM = {"rm.model.scorer": "policy_likelihood"}
+# PPO trains on every step of every rollout with a backbone-sized critic beside the actor: ~30-45 s an iteration on
+# one core against GRPO's ~10, so the three online arms here get half online_vs_sft's budget (120 iterations of
+# 8 tasks x 4 rollouts). Full size: PPO_ITERATIONS = 240 (~3 h an arm on one core).
+PPO_ITERATIONS = 120
 REWARDS = {
     "orm_ppo": {"online.step_reward": "none", "online.outcome_reward": 1.0},
     "prm_ppo": {"online.step_reward": "prm", "online.outcome_reward": 0.0, "online.prm_weight": 1.0,
@@ -58,7 +63,8 @@ def get_spec():
                        "init_from": {"arm": "reward_model", "path": "rm/checkpoints", "flag": "rl.rm_checkpoint_dir"},
                        "seed_fields": shared["semi_online_rl"]["seed_fields"]},
     }
-    split, budget = online_vs_sft.QUICKSTART_SPLIT, online_vs_sft.BUDGET
+    split, budget = online_vs_sft.QUICKSTART_SPLIT, {**online_vs_sft.BUDGET, "online.iterations": PPO_ITERATIONS}
+    arms["grpo"] = {**shared["grpo"], "overrides": {**shared["grpo"]["overrides"], **budget}}
     for name, reward in REWARDS.items():
         inits = [from_sft]
         if name == "prm_ppo":

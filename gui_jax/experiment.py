@@ -36,7 +36,9 @@ from the spec's stops the run (one workdir, one experiment). `--commands_only` w
 <workdir>/commands.sh, one `--point=ARM/seed=S` line per unfinished point in dependency order, for a
 cluster scheduler; `--report_only` then writes the report. Beside the report, <name>.outcomes.json keeps every
 point's per-task outcomes (gui_jax/experiment_record.py): a point whose workdir is gone is reported from it while
-its settings equal the spec's (re-running the experiment still re-runs it: its checkpoints are gone too).
+its settings equal the spec's (re-running the experiment still re-runs it: its checkpoints are gone too). A
+report that would score fewer points of an unchanged arm than the committed <name>.json is refused (the record is
+still updated) unless --replace_report.
 The statistics are those of gui_jax.eval
 (metrics.wilson_interval, suite.paired_test, metrics.paired_bootstrap for the interval of the
 difference); nothing is computed here but counts.
@@ -398,6 +400,25 @@ def foreign_report(name: str, results_dir: str) -> str | None:
         return path if os.path.exists(path) else None
 
 
+def fewer_points_than_committed(report: dict, results_dir: str) -> str | None:
+    """Why the report must not replace <results_dir>/<name>.json (it scores fewer points of some arm than the
+    committed one: its workdirs are gone and its outcomes are not in the record), else None."""
+    try:
+        with open(os.path.join(results_dir, report["name"] + ".json")) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return None
+    def same_arm(a: dict, b: dict) -> bool:  # a redefined arm is another experiment: its old points are not lost
+        as_json = lambda x: json.loads(json.dumps(x))  # noqa: E731  (tuples in the spec, lists in the file)
+        return all(as_json(a.get(k)) == as_json(b.get(k)) for k in ("recipe", "overrides", "results_of"))
+    lost = [f"{arm}: seeds {sorted(set(a.get('seeds_done', [])) - set(report['arms'][arm]['seeds_done']))}"
+            for arm, a in old.get("arms", {}).items()
+            if arm in report["arms"] and same_arm(a, report["arms"][arm])
+            and set(a.get("seeds_done", [])) - set(report["arms"][arm]["seeds_done"])]
+    return (f"{os.path.join(results_dir, report['name'] + '.json')} scores points this report lacks ({'; '.join(lost)}): "
+            "their workdirs are not here and their outcomes are not in the outcome record") if lost else None
+
+
 def write_report(report: dict, results_dir: str) -> str:
     os.makedirs(results_dir, exist_ok=True)
     stem = os.path.join(results_dir, report["name"])
@@ -423,6 +444,8 @@ def main(argv=None) -> int:
     ap.add_argument("--report_only", action="store_true", help="report the finished points, run nothing")
     ap.add_argument("--point", default=None, help="run only this point, ARM/seed=S (the lines of commands.sh)")
     ap.add_argument("--results_dir", default=os.path.join("experiments", "results"))
+    ap.add_argument("--replace_report", action="store_true",
+                    help="write the report even where it scores fewer points than the committed one")
     ap.add_argument("--module", default="gui_jax.main", help=argparse.SUPPRESS)  # a fake job in tests
     a = ap.parse_args(argv)
     try:
@@ -479,13 +502,19 @@ def main(argv=None) -> int:
         except (SweepError, RecordError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        if points:  # the record keeps what finished here even when the report below is refused
+            write_record(record, {k: {f: v[f] for f in ("settings", "time", "stages")} for k, v in points.items()})
+        shrinks = fewer_points_than_committed(report, a.results_dir)
+        if shrinks and not a.replace_report:
+            print(f"error: {shrinks}; the outcome record {record} was updated; re-run the missing points, or pass "
+                  "--replace_report to write the smaller report anyway", file=sys.stderr)
+            return 2
         if any(r["pooled"]["n"] for r in report["arms"].values()):
             # the command that makes these results: the same without --report_only (which only re-reads them)
             report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"]
                                            + [x for x in argv if x != "--report_only"])
             report["outcome_record"] = record
             print(write_report(report, a.results_dir))
-            write_record(record, {k: {f: v[f] for f in ("settings", "time", "stages")} for k, v in points.items()})
         else:
             print("no finished points to report yet")
     return 1 if failed else 0

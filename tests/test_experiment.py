@@ -185,6 +185,16 @@ def test_a_report_is_rebuilt_from_the_outcome_record_when_the_workdirs_are_gone(
     assert json.loads((r / "ab.json").read_text())["arms"]["b"]["seeds_done"] == []
     assert sorted(ge.load_record(str(r / "ab.outcomes.json"))) == ["a/seed=0", "a/seed=1"]
 
+    # without the record, a report of fewer points never silently replaces the committed one
+    saved = (r / "ab.outcomes.json").read_text()
+    (r / "ab.outcomes.json").unlink()
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 2
+    assert json.loads((r / "ab.json").read_text())["arms"]["a"]["seeds_done"] == [0, 1]
+    assert sorted(ge.load_record(str(r / "ab.outcomes.json"))) == ["a/seed=1"]  # kept what finished here
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only", "--replace_report"]) == 0
+    assert json.loads((r / "ab.json").read_text())["arms"]["a"]["seeds_done"] == [1]
+    (r / "ab.outcomes.json").write_text(saved)
+
     (r / "ab.outcomes.json").write_text(raw.replace('"success": "1', '"success": "2', 1))
     assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 2
     with pytest.raises(ge.RecordError, match=r"ab.outcomes.json: points\['a/seed=0'\].stages\['.*'\].success"):
