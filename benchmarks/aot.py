@@ -483,11 +483,11 @@ def _sampler_programs(config, model_cfg, graphdef, rest, s_params, smesh, prompt
 
 
 def _decode_state_shardings(dstate, mesh):
-  """KV cache [layers, B, S, KV, hd] over batch and kv heads; per-row arrays over batch; scalars replicated."""
+  """KV cache [layers, B, KV, S, hd] over batch and kv heads; per-row arrays over batch; scalars replicated."""
   def one(path, x):
     name = jax.tree_util.keystr(path)
     if x.ndim == 5:                                       # k / v
-      axes = (None, "batch", None, "kv_heads", None)
+      axes = (None, "batch", "kv_heads", None, None)
     elif x.ndim >= 1 and "index" not in name:
       axes = ("batch",) + (None,) * (x.ndim - 1)
     else:

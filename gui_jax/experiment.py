@@ -512,7 +512,7 @@ def main(argv=None) -> int:
         if any(r["pooled"]["n"] for r in report["arms"].values()):
             # the command that makes these results: the same without --report_only (which only re-reads them)
             report["command"] = shlex.join(["python", "-m", "gui_jax.experiment"]
-                                           + [x for x in argv if x != "--report_only"])
+                                           + [x for x in argv if x not in ("--report_only", "--replace_report")])
             report["outcome_record"] = record
             print(write_report(report, a.results_dir))
         else:
