@@ -143,8 +143,8 @@ def write_commands(exp: Experiment, workdir: str, spec_path: str, todo: list) ->
                 "once X's results.json holds stage S). Then:\n"
                 f"# {shlex.join(base + ['--report_only'])}\n")
         for p in todo:
-            waits = [f"{i['arm']}/seed={p.seed}" + (f" stage {i['ready']}" if i.get("ready") else "")
-                     for i in exp.arms[p.arm].inits if f"{i['arm']}/seed={p.seed}" in keys]
+            waits = [Point(i["arm"], p.seed).key + (f" stage {i['ready']}" if i.get("ready") else "")
+                     for i in exp.arms[p.arm].inits if Point(i["arm"], p.seed).key in keys]
             after = f"  # after {', '.join(waits)}" if waits else ""
             f.write(shlex.join(base + [f"--point={p.key}"]) + after + "\n")
     return path
@@ -477,7 +477,7 @@ def main(argv=None) -> int:
         if not match:
             print(f"error: no point {a.point!r}; points: {', '.join(p.key for p in points)}", file=sys.stderr)
             return 2
-        waiting = [i["arm"] + f"/seed={match[0].seed}" + (f" (stage {i['ready']})" if i.get("ready") else "")
+        waiting = [Point(i["arm"], match[0].seed).key + (f" (stage {i['ready']})" if i.get("ready") else "")
                    for i in exp.arms[match[0].arm].inits if not source_ready(exp, workdir, match[0], i)]
         if match[0] in todo and waiting:
             print(f"error: point {a.point} starts from {', '.join(waiting)}, which has not finished",

@@ -47,7 +47,8 @@ class KVCache:
   @classmethod
   def init(cls, cfg: TextConfig, batch: int, max_len: int, dtype=jnp.float32, stacked: bool = True) -> "KVCache":
     """stacked: k, v one [layers, B, KV, S, hd] array each (what a layer scan carries); False: a tuple of
-    per-layer [B, KV, S, hd] arrays, which unrolled layers update in place and read without slicing."""
+    per-layer [B, KV, S, hd] arrays, which unrolled layers update in place and read without slicing (they split
+    a stacked cache, and return per-layer arrays)."""
     shape = (batch, cfg.num_key_value_heads, max_len, cfg.head_dim)
     if stacked:
       k, v = jnp.zeros((cfg.num_hidden_layers,) + shape, dtype), jnp.zeros((cfg.num_hidden_layers,) + shape, dtype)
@@ -85,12 +86,10 @@ class TextAttention(nnx.Module):
     self.v_proj = Linear(h, self.num_kv * hd, ("embed", "kv_heads"), bias=True, **kw)
     self.o_proj = Linear(self.num_heads * hd, h, ("heads", "embed"), bias=False, **kw)
 
-  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None, layer=None):
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
     """x [B, L, H]; cos/sin [B, L, hd]. Without a cache: segment_ids [B, L] int32 (causal within segments).
-    With kv_cache (k, v) [B, KV, S, hd]: mask [B, L, S] bool over the cache slots, index = first slot written;
-    with `layer`, kv_cache is every layer's stack [layers, B, KV, S, hd] and only this layer's new slots are
-    written (in place inside the decode loop, instead of slicing out a layer and stacking them again: that
-    copied the whole cache every step). Returns (out [B, L, H], (k, v) updated cache or None)."""
+    With kv_cache (k, v) [B, KV, S, hd]: mask [B, L, S] bool over the cache slots, index = first slot written.
+    Returns (out [B, L, H], (k, v) updated cache or None)."""
     b, l, _ = x.shape
     q = self.q_proj(x).reshape(b, l, self.num_heads, self.head_dim)
     k = self.k_proj(x).reshape(b, l, self.num_kv, self.head_dim)
@@ -102,15 +101,9 @@ class TextAttention(nnx.Module):
       return self.o_proj(out.reshape(b, l, -1)), None
     ck, cv = kv_cache
     k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # the new slots only: [B, KV, L, hd]
-    if layer is None:
-      ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, 0, index, 0))
-      cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, 0, index, 0))
-      lk, lv = ck, cv
-    else:
-      ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype)[None], (layer, 0, 0, index, 0))
-      cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype)[None], (layer, 0, 0, index, 0))
-      lk, lv = ck[layer], cv[layer]
-    out = cached_attention(q, lk.astype(q.dtype), lv.astype(q.dtype), mask, scale)
+    ck = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, 0, index, 0))
+    cv = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, 0, index, 0))
+    out = cached_attention(q, ck.astype(q.dtype), cv.astype(q.dtype), mask, scale)
     return self.o_proj(out.reshape(b, l, -1)), (ck, cv)
 
 
@@ -135,8 +128,8 @@ class DecoderLayer(nnx.Module):
     self.self_attn = TextAttention(cfg, dtype, param_dtype, rngs, attention_impl)
     self.mlp = TextMLP(cfg, dtype, param_dtype, rngs)
 
-  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None, layer=None):
-    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, segment_ids, mask, kv_cache, index, layer)
+  def __call__(self, x, cos, sin, segment_ids=None, mask=None, kv_cache=None, index=None):
+    a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, segment_ids, mask, kv_cache, index)
     x = x + a
     return x + self.mlp(self.post_attention_layernorm(x)), new_cache
 
@@ -196,24 +189,20 @@ class TextModel(nnx.Module):
     else:
       x = embeds
       hidden = [x]
-      per_layer = kv is not None and isinstance(kv[0], (tuple, list))
       new_k, new_v = [], []
       for i, layer in enumerate(self.layers):
-        # a stacked cache: each layer writes its slots of the stack, which passes on to the next layer;
-        # a per-layer cache: each layer its own arrays
-        layer_kv, at = ((kv[0][i], kv[1][i]), None) if per_layer else (kv, i if kv is not None else None)
+        # each layer its own cache arrays (a stacked cache is split; the result is per-layer either way)
+        layer_kv = (kv[0][i], kv[1][i]) if kv is not None else None
         if self.remat:  # recompute the layer's activations in the backward pass (saves memory in training)
           run = nnx.remat(lambda lyr, *a: lyr(*a), policy=remat_policy_fn(self.remat_policy))
-          x, upd = run(layer, x, cos, sin, segment_ids, mask, layer_kv, index, at)
+          x, upd = run(layer, x, cos, sin, segment_ids, mask, layer_kv, index)
         else:
-          x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index, at)
-        if upd is not None and per_layer:
+          x, upd = layer(x, cos, sin, segment_ids, mask, layer_kv, index)
+        if upd is not None:
           new_k.append(upd[0])
           new_v.append(upd[1])
-        elif upd is not None:
-          kv = upd
         hidden.append(x)
-      new_kv = (tuple(new_k), tuple(new_v)) if per_layer else kv
+      new_kv = (tuple(new_k), tuple(new_v)) if kv is not None else None
       hidden = tuple(hidden) if output_hidden_states else None
     new_cache = None
     if cache is not None:
