@@ -17,7 +17,7 @@ def get_config():
     c.job = "quickstart"
     c.seed = 0
     c.offline_rl_baseline = False
-    c.semi_online_rl = True     # False (with offline_rl_baseline): SFT and the offline-RL baseline only
+    c.semi_online_rl = True     # False: SFT and the offline-RL baseline, if on; both False: SFT alone
 
     c.data = ml_collections.ConfigDict({
         "split": "instance",               # instance | template | app (docs/algorithms.md §12)

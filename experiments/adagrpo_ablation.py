@@ -3,9 +3,10 @@ FCF 64.8): the full method against one component switched off at a time, from th
 
     python -m gui_jax.experiment experiments/adagrpo_ablation.py [--parallel 2]
 
-Every arm starts from the quickstart's SFT with the budget and task split of experiments/online_vs_sft.py; its
-`semi_online_rl` and `adagrpo` arms are defined here with the same settings (the latter named `full`), so their
-finished workdirs can be copied in and only the three switched-off variants run (~1 h each on one core).
+Every arm starts from the quickstart's SFT with the budget and task split of experiments/online_vs_sft.py; the
+SFT comes from the quickstart run of compare_sft_offline_semi.py (`semi_online_rl`, the same settings, so its
+finished workdir can be copied in), and `full` is online_vs_sft's `adagrpo` arm started from it; only the three
+switched-off variants then run (~30 min each on one core).
 Report: experiments/results/adagrpo_components.{md,json,png}.
 """
 import os
@@ -17,9 +18,9 @@ VARIANTS = {"no_spa": {"online.spa": False}, "no_adapr": {"online.adapr": False}
 
 
 def get_spec():
-    shared = load_python_file(ONLINE_VS_SFT).get_spec()["arms"]
-    full = shared["adagrpo"]
-    arms = {"semi_online_rl": shared["semi_online_rl"], "full": full,
+    online_vs_sft = load_python_file(ONLINE_VS_SFT)
+    full = online_vs_sft.from_quickstart(online_vs_sft.get_spec()["arms"]["adagrpo"])
+    arms = {"semi_online_rl": online_vs_sft.QUICKSTART_RUN, "full": full,
             "start": {"results_of": "full", "stage": "start"}}
     for name, switch in VARIANTS.items():
         arms[name] = {**full, "overrides": {**full["overrides"], **switch}}

@@ -3,8 +3,9 @@ instances, unseen templates of the trained apps, unseen apps (the paper: 7B GRPO
 
     python -m gui_jax.experiment experiments/cmdp_generalisation.py [--parallel 2]
 
-The policies are those of experiments/online_vs_sft.py (same arm settings, so finished workdirs can be copied in):
-the quickstart's SFT, semi-online RL from it (`semi_online_rl`) and online GRPO from it (`grpo`), trained on ten
+The policies are those of experiments/online_vs_sft.py (its QUICKSTART_RUN and its `grpo` arm started from it,
+same settings as adagrpo_ablation.py's and prm_rewards.py's, so finished workdirs can be copied in): the
+quickstart's SFT, semi-online RL from it (`semi_online_rl`) and online GRPO from it (`grpo`), trained on ten
 easy templates of six apps. Unseen instances are their own held-out tasks (greedy, in those runs); the other two
 levels are evaluate-job arms on 440 held-out tasks of easy templates (<= 4 expert steps) they never trained on.
 Few-shot adaptation (configs/few_shot.py): the SFT fine-tuned on k = 5 demonstrations of each unseen app (one
@@ -33,7 +34,7 @@ def get_spec():
     online_vs_sft = load_python_file(ONLINE_VS_SFT)
     shared = online_vs_sft.get_spec()["arms"]
     split = online_vs_sft.QUICKSTART_SPLIT
-    arms = {"semi_online_rl": shared["semi_online_rl"], "grpo": shared["grpo"],
+    arms = {"semi_online_rl": online_vs_sft.QUICKSTART_RUN, "grpo": online_vs_sft.from_quickstart(shared["grpo"]),
             "sft_instance": {"results_of": "semi_online_rl", "stage": "sft"},
             "semi_online_rl_instance": {"results_of": "semi_online_rl", "stage": "semi_online_rl"},
             "grpo_instance": {"results_of": "grpo", "stage": "grpo"}}

@@ -3,10 +3,10 @@
     python -m gui_jax.experiment experiments/online_vs_sft.py [--parallel 2]
 
 The SFT start is the quickstart's (`builtin:tiny-base`, 500 expert episodes of ten easy templates, 400 steps):
-the `semi_online_rl` arm is the quickstart run of compare_sft_offline_semi.py (same settings, so its finished
-workdirs can be copied in), and both online arms start from its SFT checkpoints with the same RL budget as
-semi-online RL (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on the same task split: 1,426 training tasks,
-440 held-out tasks. The online_rl job evaluates its start and its end greedily on those tasks (the quickstart
+the `sft` arm runs the quickstart with no RL stage (the same SFT as the quickstart run of the same seed in
+compare_sft_offline_semi.py: tests/jobs/test_quickstart_determinism.py), and both online arms start from its
+checkpoints with the same RL budget as semi-online RL there (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on
+the same task split: 1,426 training tasks, 440 held-out tasks. The online_rl job evaluates its start and its end greedily on those tasks (the quickstart
 samples at temperature 1), so `start` (the SFT, greedy) pairs with `grpo` and `adagrpo`.
 Report: experiments/results/online_vs_sft.{md,json,png}.
 """
@@ -21,9 +21,21 @@ QUICKSTART_SPLIT = {  # configs/quickstart.py's data block: the same training po
 }
 BUDGET = {"online.iterations": 240, "online.episodes_per_iteration": 8, "online.num_rollouts": 4,
           "online.learning_rate": 1e-4}
-FROM_SFT = {"init_from": {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir",
-                          "ready": "sft"},  # starts once the SFT stage is written, while the quickstart's RL runs
+# The quickstart run of compare_sft_offline_semi.py (SFT, offline RL, semi-online RL): the SFT start of the other
+# specs, which compare against its RL stages too
+QUICKSTART_RUN = {"recipe": "configs/quickstart.py", "overrides": {"offline_rl_baseline": True, "rl.iterations": 240},
+                  "stage": "semi_online_rl", "seed_fields": ["seed", "sft.seed", "rl.seed"]}
+SFT_ALONE = {"recipe": "configs/quickstart.py", "overrides": {"semi_online_rl": False, "offline_rl_baseline": False},
+             "stage": "sft", "seed_fields": ["seed", "sft.seed", "rl.seed"],
+             "report": False}  # its stage samples at temperature 1; `start` is the same SFT evaluated greedily
+FROM_SFT = {"init_from": {"arm": "sft", "path": "sft/checkpoints", "flag": "init.checkpoint_dir",
+                          "ready": "sft"},  # starts once the SFT stage is written (an arm with RL stages after it)
             "seed_fields": ["seed", "online.seed"]}
+
+
+def from_quickstart(arm: dict) -> dict:
+    """An arm of this spec started from QUICKSTART_RUN's SFT (an arm named `semi_online_rl`) instead of `sft`."""
+    return {**arm, "init_from": {**arm["init_from"], "arm": "semi_online_rl"}}
 
 
 def get_spec():
@@ -31,9 +43,7 @@ def get_spec():
         "name": "online_vs_sft",
         "description": "Does online RL (GRPO, AdaGRPO) raise greedy online success over its SFT start?",
         "arms": {
-            "semi_online_rl": {"recipe": "configs/quickstart.py",
-                               "overrides": {"offline_rl_baseline": True, "rl.iterations": 240},
-                               "stage": "semi_online_rl", "seed_fields": ["seed", "sft.seed", "rl.seed"]},
+            "sft": SFT_ALONE,
             "grpo": {"recipe": "configs/grpo_online.py", "overrides": {**QUICKSTART_SPLIT, **BUDGET},
                      "stage": "grpo", **FROM_SFT},
             "adagrpo": {"recipe": "configs/adagrpo.py", "overrides": {**QUICKSTART_SPLIT, **BUDGET},

@@ -3,7 +3,7 @@ against ORM-PPO and GRPO, and offline GRPO with the RM's reward against the orac
 
     python -m gui_jax.experiment experiments/prm_rewards.py [--parallel 2]
 
-The start is the quickstart's SFT (the `semi_online_rl` arm of experiments/online_vs_sft.py, same settings, so
+The start is the quickstart's SFT (QUICKSTART_RUN of experiments/online_vs_sft.py, same settings, so
 its finished workdirs copy in); the online arms have that spec's budget at half the iterations (PPO_ITERATIONS =
 120 of 8 tasks x 4 rollouts, actor lr 1e-4) on its task split (1,426 training tasks, 440 held-out tasks); the
 offline arms have the quickstart's 240.
@@ -46,7 +46,7 @@ def get_spec():
     shared = online_vs_sft.get_spec()["arms"]
     from_sft = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir", "ready": "sft"}
     arms = {
-        "semi_online_rl": shared["semi_online_rl"], "grpo": shared["grpo"],
+        "semi_online_rl": online_vs_sft.QUICKSTART_RUN,
         "export_sft": {"recipe": "configs/export.py", "init_from": {**from_sft, "flag": "export.checkpoint_dir"},
                        "report": False},
         "reward_model": {"recipe": "configs/reward_model.py",
@@ -58,13 +58,14 @@ def get_spec():
         "offline_oracle": {"results_of": "semi_online_rl", "stage": "offline_rl"},
         "offline_rm_sft": {"results_of": "offline_rm", "stage": "sft"},
         "offline_rm": {"recipe": "configs/quickstart.py", "stage": "offline_rl",
-                       "overrides": {**shared["semi_online_rl"]["overrides"], "semi_online_rl": False,
+                       "overrides": {**online_vs_sft.QUICKSTART_RUN["overrides"], "semi_online_rl": False,
                                      "rl.offline_reward": "rm", "rl.rm_scorer": "policy_likelihood"},
                        "init_from": {"arm": "reward_model", "path": "rm/checkpoints", "flag": "rl.rm_checkpoint_dir"},
-                       "seed_fields": shared["semi_online_rl"]["seed_fields"]},
+                       "seed_fields": online_vs_sft.QUICKSTART_RUN["seed_fields"]},
     }
     split, budget = online_vs_sft.QUICKSTART_SPLIT, {**online_vs_sft.BUDGET, "online.iterations": PPO_ITERATIONS}
-    arms["grpo"] = {**shared["grpo"], "overrides": {**shared["grpo"]["overrides"], **budget}}
+    grpo = online_vs_sft.from_quickstart(shared["grpo"])
+    arms["grpo"] = {**grpo, "overrides": {**grpo["overrides"], **budget}}
     for name, reward in REWARDS.items():
         inits = [from_sft]
         if name == "prm_ppo":

@@ -167,7 +167,8 @@ TOP = {
     "job": choice("the job to run (see --help)", lambda: sorted(_jobs())),
     "seed": integer("model-init and split seed"),
     "offline_rl_baseline": boolean("also train the offline-RL baseline from the SFT weights"),
-    "semi_online_rl": boolean("train semi-online RL after SFT (False: only the offline-RL baseline, if on)"),
+    "semi_online_rl": boolean("train semi-online RL after SFT (False: only the offline-RL baseline, if on; "
+                                "neither: SFT alone)"),
 }
 GENERATE = {
     "split": DATA["split"],

@@ -107,8 +107,8 @@ def run(config, workdir: str) -> None:
     start, cpu_start = time.time(), time.process_time()
     semi_online = config.get("semi_online_rl", True)
     if not (semi_online or config.get("offline_rl_baseline")):
-        raise ConfigError("config.semi_online_rl = False and config.offline_rl_baseline = False: no RL stage to "
-                         "train; set one of them True")
+        print("config.semi_online_rl = False and config.offline_rl_baseline = False: SFT alone (the start of "
+              "other RL jobs)")
     prof = StageProfiler()
     with prof.stage("episodes"):
         train_tasks, test_tasks, train_eps, test_eps = prepare(config, workdir)
@@ -150,7 +150,7 @@ def run(config, workdir: str) -> None:
     stage_eval("sft", config.sft.num_steps)
     sft_params = agent.copy_params()
     compare_to = {}
-    rl_eps = rl_episodes(config, workdir, train_eps)
+    rl_eps = rl_episodes(config, workdir, train_eps) if semi_online or config.get("offline_rl_baseline") else []
     if config.get("offline_rl_baseline"):
         timed("train_offline_rl", train_offline_rl, agent, rl_eps, pcfg, config.rl,
               workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params,

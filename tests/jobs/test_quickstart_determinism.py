@@ -24,22 +24,30 @@ TINY = [
 ]
 
 
-def _launch(workdir, hashseed):
+def _launch(workdir, hashseed, *extra):
     env = dict(os.environ, PYTHONHASHSEED=str(hashseed), JAX_PLATFORMS="cpu")
     cmd = [sys.executable, "-m", "gui_jax.main", "--config", os.path.join(REPO, "configs", "quickstart.py"),
-           f"--workdir={workdir}", *TINY]
+           f"--workdir={workdir}", *TINY, *extra]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_quickstart_twice_identical(tmp_path):
+    """Also: the SFT-alone run (semi_online_rl=False, no offline baseline: the start other RL specs share) trains
+    the very SFT of the full run."""
     runs = [(_launch(str(tmp_path / f"run{i}"), seed), tmp_path / f"run{i}") for i, seed in enumerate((1, 2))]
+    runs.append((_launch(str(tmp_path / "sft_alone"), 3, "--config.semi_online_rl=False"), tmp_path / "sft_alone"))
     outs = []
     for proc, workdir in runs:
         log, _ = proc.communicate(timeout=1800)  # ≈ 60 s CPU each; generous for loaded machines
         assert proc.returncode == 0, log[-3000:]
         outs.append((json.loads((workdir / "results.json").read_text()), (workdir / "results.md").read_text(),
                      [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]))
-    (a, md_a, log_a), (b, md_b, log_b) = outs
+    (a, md_a, log_a), (b, md_b, log_b), (alone, _, log_alone) = outs
+    assert list(alone["stages"]) == ["untrained", "sft"] and all(alone["stages"][k] == a["stages"][k] for k in
+                                                                 alone["stages"])
+    sft_log = lambda log: [r for r in log if r["name"].startswith("sft/") and "seconds" not in r["name"]]
+    assert len(sft_log(log_a)) > 10 and sft_log(log_alone) == sft_log(log_a)
+    assert not (tmp_path / "sft_alone" / "rl").exists() and "train_semi_online_rl" not in alone["profile"]
     # every logged training number (SFT loss, grad norms, RL rewards and losses) repeats bit for bit; metrics
     # with "seconds" in their names are wall-clock times (rl/rollout_seconds, rl/update_seconds): present only
     assert [(r["name"], r["step"]) for r in log_a] == [(r["name"], r["step"]) for r in log_b]
