@@ -18,7 +18,7 @@ Wilson 95 % intervals, McNemar vs the SFT start, and the rollout report.
 import ml_collections
 
 from gui_jax.config_check import SAVE_TRAJECTORIES
-from gui_jax.train.config_blocks import sft_block, sibling_recipe
+from gui_jax.train.config_blocks import init_block, sft_block, sibling_recipe
 from gui_jax.train.online.config import env_block, online_block
 
 
@@ -38,7 +38,7 @@ def get_config(algorithm: str = "grpo"):
         "num_test_episodes": 120,          # held-out online tasks (≥ 100 for the CI claims)
         "resolution": (112, 252),
     })
-    c.init = ml_collections.ConfigDict({"checkpoint_dir": ""})  # a stage's checkpoints folder; "" = run SFT
+    c.init = init_block()  # init.checkpoint_dir: a stage's checkpoints to start from; "" = run SFT first
     # the quickstart's tiny model and UI-text prompt (element indices, compact history), so its checkpoints fit
     quick = sibling_recipe(__file__, "quickstart").get_config()
     c.model, c.prompt = quick.model, quick.prompt

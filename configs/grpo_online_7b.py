@@ -15,7 +15,7 @@ v5p-64 (experiments/results/aot_roofline.md). Checked ahead of time by `python -
 import ml_collections
 
 from gui_jax.config_check import SAVE_TRAJECTORIES
-from gui_jax.train.config_blocks import mesh_block, model_block, prompt_block, sft_block, sibling_recipe
+from gui_jax.train.config_blocks import init_block, mesh_block, model_block, prompt_block, sft_block, sibling_recipe
 from gui_jax.train.online.config import env_block, online_block
 
 _UI_S1 = sibling_recipe(__file__, "ui_s1_7b")
@@ -45,7 +45,7 @@ def get_config(arg: str = "grpo"):
         "difficulties": ("easy", "medium", "hard"), "max_optimal_steps": 30, "templates": (),
         "num_train_episodes": 2000, "num_test_episodes": 500, "resolution": (1092, 2436),
     })
-    c.init = ml_collections.ConfigDict({"checkpoint_dir": ""})
+    c.init = init_block()  # init.checkpoint_dir: a stage's checkpoints to start from; "" = run SFT first
     c.model = model_block("7b")
     c.model.tokenizer = "auto"
     c.model.max_new_tokens = 512

@@ -9,7 +9,7 @@ per stage). `--config.model.checkpoint=` runs the same from random weights (the 
 """
 import ml_collections
 
-from gui_jax.train.config_blocks import model_block, prompt_block, rl_block, sft_block
+from gui_jax.train.config_blocks import init_block, model_block, prompt_block, rl_block, sft_block
 
 
 def get_config():
@@ -74,6 +74,8 @@ def get_config():
     c.prompt.ui_text_class = False
     c.prompt.goal_last = True
 
+    # init.checkpoint_dir: another run's stage checkpoints (e.g. runs/quickstart/sft/checkpoints) replace the SFT
+    c.init = init_block()
     c.sft = sft_block()
     # 400 steps. Packed (16 steps into ~9 rows of 512 tokens, in micro-batches of 6 rows) they take
     # 1.12 s each instead of 1.45 s padded, with the same losses. Fewer steps learned less: a 260-step

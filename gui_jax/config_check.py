@@ -201,7 +201,8 @@ DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS[
 MODEL, PROMPT, SFT, RL, MESH = (rules_of(DEFAULT_BLOCKS[n]) for n in ("model", "prompt", "sft", "rl", "mesh"))
 BLOCKS = {"export": EXPORT, "mesh": MESH, "data": DATA, "model": MODEL, "prompt": PROMPT, "sft": SFT, "rl": RL,
           "eval": EVAL, "rm_eval": RM_EVAL, "rm.model": RM_MODEL, "reasoning": REASONING, "reasoning.sft": SFT,
-          "online": rules_of(ONLINE), "env": rules_of(ENV), "rm.data": rules_of(DEFAULT_BLOCKS["rm.data"])}
+          "online": rules_of(ONLINE), "env": rules_of(ENV), "rm.data": rules_of(DEFAULT_BLOCKS["rm.data"]),
+          "init": rules_of(DEFAULT_BLOCKS["init"])}
 
 
 # The job names `job` may take; main fills it from the jobs registry before validating (this module sits

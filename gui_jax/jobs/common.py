@@ -538,6 +538,18 @@ def overlap_lines(out: dict) -> str:
                    for k, v in out.items() if k.startswith("held_out_vs_"))
 
 
+def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> str:
+    """`init.checkpoint_dir` (restored; returned) or an SFT on `train_eps` under <workdir>/sft (returns '')."""
+    ckpt = config.init.get("checkpoint_dir", "") if config.get("init") else ""
+    if ckpt:
+        params, _ = load_stage_params(ckpt, field="init.checkpoint_dir")
+        set_agent_params(agent, params, ckpt)
+        return ckpt
+    from gui_jax.train.sft import train_sft
+    train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
+    return ""
+
+
 def set_agent_params(agent, restored, where: str) -> None:
     """Puts restored params into the agent, checking they fit the model (count and shapes) and, where the
     checkpoint's run recorded it, that the agent reads text with the same vocabulary."""

@@ -24,14 +24,13 @@ import os
 
 from gui_jax.eval.androidlab import records_report
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
-from gui_jax.jobs.common import checkpoint_overlaps, load_stage_params, overlap_lines, prepare, set_agent_params
+from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point
 from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.rl.rollout import RolloutConfig, RolloutEngine, rollout_report
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.online import make_env_factory, make_pool, train_online
-from gui_jax.train.sft import train_sft
 
 
 def evaluate_online_pool(agent, tasks, pcfg, config, *, seed: int = 0, temperature: float = 0.0,
@@ -130,16 +129,6 @@ def load_trajectory_rm(config, pcfg):
     from gui_jax.train.online.rewards import RMTrajectoryScorer
     rm_agent, _ = load_policy(config, o.rm_checkpoint_dir, "online.rm_checkpoint_dir")
     return RMTrajectoryScorer(rm_agent, pcfg, RewardModelConfig(**config.rm.model.to_dict()))
-
-
-def starting_point(agent, config, workdir: str, train_eps, pcfg, logger) -> None:
-    """`init.checkpoint_dir` (restored) or a short SFT on the train split's expert episodes."""
-    ckpt = config.get("init", {}).get("checkpoint_dir", "") if config.get("init") else ""
-    if ckpt:
-        params, _ = load_stage_params(ckpt, field="init.checkpoint_dir")
-        set_agent_params(agent, params, ckpt)
-        return
-    train_sft(agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"), logger=logger)
 
 
 def episode_tasks(config, workdir: str) -> tuple[list, list, list]:

@@ -1,6 +1,7 @@
 """The main job: the tiny agent on PhoneSim, end to end.
 
-expert episodes (train split) → [evaluate untrained, eval.before_training] → SFT → evaluate →
+expert episodes (train split) → [evaluate untrained, eval.before_training] → SFT (or init.checkpoint_dir: a
+stage's checkpoints to start from instead, e.g. one SFT shared by the arms of an ablation) → evaluate →
 semi-online RL → evaluate, each evaluation on the held-out split: SOP (PG, TSR, Score), step
 metrics with the expert history (TM, GR, SR) and online success in PhoneSim, every success rate
 with its Wilson 95 % interval and each stage paired against the one before on the same tasks
@@ -8,7 +9,8 @@ with its Wilson 95 % interval and each stage paired against the one before on th
 Outputs in the workdir: episodes/, sft/ and rl/ checkpoints, metrics.jsonl + TensorBoard logs,
 training_curves.png, results.json and results.md.
 
-results.json = {"stages": {stage: metrics}, "profile": {stage: wall/CPU/compile seconds}}; for one
+results.json = {"stages": {stage: metrics}, "profile": {stage: wall/CPU/compile seconds}} (and
+"held_out_vs_start": the start checkpoint's training tasks among the held-out ones, with init); for one
 config and seed on one machine "stages" (and so the table) repeats exactly; "profile" is timing.
 """
 from __future__ import annotations
@@ -24,12 +26,11 @@ from absl import logging
 
 from gui_jax.config_check import ConfigError
 from gui_jax.eval.suite import evaluate_agent, format_table, split_timings, template_table
-from gui_jax.jobs.common import prepare
+from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.semi_online import train_offline_rl, train_semi_online
-from gui_jax.train.sft import train_sft
 
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
                    "/jax/core/compile/backend_compile_duration")
@@ -126,7 +127,7 @@ def run(config, workdir: str) -> None:
 
     def save():
         with open(results_path, "w") as f:
-            json.dump({"stages": results, "profile": profile}, f, indent=1)
+            json.dump({**saved, "stages": results, "profile": profile}, f, indent=1)
 
     def stage_eval(name: str, step: int):
         if name not in results:
@@ -145,8 +146,11 @@ def run(config, workdir: str) -> None:
 
     if config.eval.get("before_training", True):
         stage_eval("untrained", 0)
-    timed("train_sft", train_sft, agent, train_eps, pcfg, config.sft, workdir=os.path.join(workdir, "sft"),
-          logger=logger)
+    init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
+    if init_ckpt:  # another run's SFT (e.g. arms of an ablation sharing one): the `sft` stage evaluates it
+        saved.update(checkpoint_overlaps(test_tasks, start=init_ckpt))  # "held_out_vs_start"
+        print(overlap_lines(saved), end="")
+    timed("start" if init_ckpt else "train_sft", starting_point, agent, config, workdir, train_eps, pcfg, logger)
     stage_eval("sft", config.sft.num_steps)
     sft_params = agent.copy_params()
     compare_to = {}

@@ -268,7 +268,12 @@ RM_DATA = Block("rm.data", [
       number(0.0, 1.0, hi_open=True)),
 ])
 
-BLOCKS = {b.name: b for b in (MODEL, PROMPT, SFT, RL, MESH, RM_DATA)}
+INIT = Block("init", [
+    F("checkpoint_dir", "", "a training stage's checkpoints folder to start from, e.g. runs/quickstart/sft/checkpoints "
+      "('' = train the recipe's own SFT first)", checkpoint_folder),
+])
+
+BLOCKS = {b.name: b for b in (MODEL, PROMPT, SFT, RL, MESH, RM_DATA, INIT)}
 
 
 # --------------------------------------------------------------------------------------- builders
@@ -304,6 +309,10 @@ def mesh_block() -> ml_collections.ConfigDict:
 
 def rm_data_block() -> ml_collections.ConfigDict:
     return build(RM_DATA)
+
+
+def init_block() -> ml_collections.ConfigDict:
+    return build(INIT)
 
 
 def sibling_recipe(config_file: str, name: str):

@@ -33,7 +33,8 @@ def _launch(workdir, hashseed, *extra):
 
 def test_quickstart_twice_identical(tmp_path):
     """Also: the SFT-alone run (semi_online_rl=False, no offline baseline: the start other RL specs share) trains
-    the very SFT of the full run."""
+    the very SFT of the full run, and a run started from that run's SFT checkpoints (init.checkpoint_dir, no SFT of
+    its own) repeats the full run's SFT and RL stages exactly."""
     runs = [(_launch(str(tmp_path / f"run{i}"), seed), tmp_path / f"run{i}") for i, seed in enumerate((1, 2))]
     runs.append((_launch(str(tmp_path / "sft_alone"), 3, "--config.semi_online_rl=False"), tmp_path / "sft_alone"))
     outs = []
@@ -48,6 +49,12 @@ def test_quickstart_twice_identical(tmp_path):
     sft_log = lambda log: [r for r in log if r["name"].startswith("sft/") and "seconds" not in r["name"]]
     assert len(sft_log(log_a)) > 10 and sft_log(log_alone) == sft_log(log_a)
     assert not (tmp_path / "sft_alone" / "rl").exists() and "train_semi_online_rl" not in alone["profile"]
+    proc = _launch(str(tmp_path / "from_sft"), 4, f"--config.init.checkpoint_dir={tmp_path / 'sft_alone' / 'sft' / 'checkpoints'}")
+    log, _ = proc.communicate(timeout=1800)
+    assert proc.returncode == 0, log[-3000:]
+    started = json.loads((tmp_path / "from_sft" / "results.json").read_text())
+    assert started["stages"] == a["stages"] and not (tmp_path / "from_sft" / "sft").exists()
+    assert started["held_out_vs_start"]["shared"] == 0 and "train_sft" not in started["profile"]
     # every logged training number (SFT loss, grad norms, RL rewards and losses) repeats bit for bit; metrics
     # with "seconds" in their names are wall-clock times (rl/rollout_seconds, rl/update_seconds): present only
     assert [(r["name"], r["step"]) for r in log_a] == [(r["name"], r["step"]) for r in log_b]
