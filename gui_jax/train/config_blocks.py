@@ -172,7 +172,7 @@ RL = Block("rl", [
     F("patch_threshold", 1, "ε: patches allowed per rollout (-1 = unlimited)", integer(-1)),
     F("temperature", 1.0, "sampling temperature", number(0.0)),
     F("gamma", 0.5, "γ: discount of future step rewards", number(0.0, 1.0)),
-    F("omega", 1.0, "ω: weight of the episode-level advantage", number(0.0)),
+    F("omega", 1.0, "ω: weight of the step-level advantage in A = A^E + ω·A^S", number(0.0)),
     F("cut_at_mismatch", True, "returns stop at the first mismatch", boolean()),
     F("reward_preset", "paper", f"step-reward weights: {' | '.join(REWARD_PRESETS)}", choice(REWARD_PRESETS)),
     F("require_thought", None, "responses without a thought get no format reward (None = as the dialect)",
