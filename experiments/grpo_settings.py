@@ -1,0 +1,36 @@
+"""Which GRPO settings let trajectory GRPO beat its SFT start here: AWG's group size and the KL weight.
+
+    python -m gui_jax.experiment experiments/grpo_settings.py [--parallel 2]
+
+online_vs_sft.py's GRPO arm uses 8 tasks x 4 rollouts an iteration and AWG's KL weight β = 0.05, where AWG
+samples 8 rollouts per task (2 tasks a step) and MobileRL's AdaGRPO (which does beat the SFT there) runs with
+β = 1e-4. Same start (online_vs_sft's `sft` arm, copied in or re-run), same budget of 32 rollouts an iteration
+for 240 iterations at lr 1e-4, one setting changed an arm:
+  grpo          online_vs_sft's arm (copy its finished workdirs in);
+  grpo_group8   8 rollouts of 4 tasks an iteration (AWG's group size);
+  grpo_kl_low   β = 1e-4 (AdaGRPO's).
+~25 min an arm on one core. Report: experiments/results/grpo_settings.{md,json,png}.
+"""
+import os
+
+from gui_jax.core.recipe_files import load_python_file
+
+ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
+VARIANTS = {"grpo_group8": {"online.num_rollouts": 8, "online.episodes_per_iteration": 4},
+            "grpo_kl_low": {"online.kl_coef": 1e-4}}
+
+
+def get_spec():
+    arms = dict(load_python_file(ONLINE_VS_SFT).get_spec()["arms"])
+    grpo = arms["grpo"]
+    arms = {"sft": arms["sft"], "grpo": grpo, "start": {"results_of": "grpo", "stage": "start"}}
+    for name, change in VARIANTS.items():
+        arms[name] = {**grpo, "overrides": {**grpo["overrides"], **change}}
+    return {
+        "name": "grpo_settings",
+        "description": "Does GRPO beat its SFT start with AWG's group size (8) or AdaGRPO's KL weight (1e-4)?",
+        "arms": arms,
+        "seeds": [0, 1, 2],
+        "evaluation": {"metric": "online_success"},
+        "comparisons": [["start", "grpo"]] + [["start", v] for v in VARIANTS] + [["grpo", v] for v in VARIANTS],
+    }
