@@ -32,7 +32,9 @@ Every key, arm reference and flag is checked against the recipes before anything
 (gui_jax/experiment_spec.py, with the sweep's flag check). A point (arm, seed) runs `python -m gui_jax.main`
 in <workdir>/<arm>/seed=<s> through gui_jax/sweep.py's engine and is finished when its sweep_point.json
 says "done": re-running the command runs only the missing points; a finished point whose settings differ
-from the spec's stops the run (one workdir, one experiment). `--commands_only` writes
+from the spec's stops the run (one workdir, one experiment). A point not started here whose settings equal a
+finished point's in another experiment's workdir beside it (runs/experiments/*) is copied in instead of run
+(`--no_reuse` runs it), so specs sharing an arm (an SFT start, a baseline) run it once. `--commands_only` writes
 <workdir>/commands.sh, one `--point=ARM/seed=S` line per unfinished point in dependency order, for a
 cluster scheduler; `--report_only` then writes the report. Beside the report, <name>.outcomes.json keeps every
 point's per-task outcomes (gui_jax/experiment_record.py): a point whose workdir is gone is reported from it while
@@ -46,9 +48,11 @@ difference); nothing is computed here but counts.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shlex
+import shutil
 import sys
 
 from gui_jax import sweep as gs
@@ -129,6 +133,37 @@ def stale_points(exp: Experiment, workdir: str) -> list:
         if st.get("status") == "done" and "settings" in st and st["settings"] != settings(exp, p):
             out.append(p)
     return out
+
+
+def finished_elsewhere(exp: Experiment, workdir: str, p: Point) -> str | None:
+    """A finished point with p's settings in another experiment's workdir beside `workdir` (runs/experiments/*):
+    specs that share an arm (an SFT start, a baseline) run it once."""
+    want, here = settings(exp, p), os.path.abspath(point_dir(workdir, p))
+    parent = os.path.dirname(os.path.abspath(workdir))
+    for status in sorted(glob.glob(os.path.join(parent, "*", "*", f"seed={p.seed}", "sweep_point.json"))):
+        d = os.path.dirname(status)
+        st = gs.point_status(d)
+        if d != here and st.get("status") == "done" and st.get("settings") == want:
+            return d
+    return None
+
+
+def reuse_finished(exp: Experiment, workdir: str, points: list) -> list:
+    """Copies in, for each of `points` not started here, a finished point with its settings from another
+    experiment's workdir (finished_elsewhere); its status records where it came from. Returns the reused."""
+    reused = []
+    for p in points:
+        dst = point_dir(workdir, p)
+        src = None if os.path.exists(dst) else finished_elsewhere(exp, workdir, p)
+        if src is None:
+            continue
+        shutil.copytree(src, dst, symlinks=True)
+        status = {**gs.point_status(dst), "experiment": exp.name, "arm": p.arm, "reused_from": src}
+        with open(os.path.join(dst, "sweep_point.json"), "w") as f:
+            json.dump(status, f, indent=1)
+        print(f"point {p.key}: reused the finished point {src} (same settings)")
+        reused.append(p)
+    return reused
 
 
 def write_commands(exp: Experiment, workdir: str, spec_path: str, todo: list) -> str:
@@ -446,6 +481,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results_dir", default=os.path.join("experiments", "results"))
     ap.add_argument("--replace_report", action="store_true",
                     help="write the report even where it scores fewer points than the committed one")
+    ap.add_argument("--no_reuse", action="store_true",
+                    help="run every point here, also where another experiment's workdir has it finished")
     ap.add_argument("--module", default="gui_jax.main", help=argparse.SUPPRESS)  # a fake job in tests
     a = ap.parse_args(argv)
     try:
@@ -465,6 +502,12 @@ def main(argv=None) -> int:
         print(f"error: point(s) {', '.join(p.key for p in stale)} in {workdir} finished with other settings than "
               "the spec's; use another --workdir or delete those points", file=sys.stderr)
         return 2
+    if not (a.report_only or a.commands_only or a.no_reuse):
+        scope = points
+        if a.point is not None:  # a cluster line: its point and its sources only (other lines run elsewhere)
+            scope = [q for q in points if q.key == a.point or any(
+                q == src for r in points if r.key == a.point for src in sources_of(exp, r))]
+        reuse_finished(exp, workdir, scope)
     todo = [p for p in points if not gs.point_dir_done(point_dir(workdir, p))]
     print(f"experiment {exp.name}: {len(points)} points ({len(points) // len(exp.seeds)} arms with jobs × "
           f"{len(exp.seeds)} seeds), {len(points) - len(todo)} finished, {len(todo)} to run, workdir {workdir}")

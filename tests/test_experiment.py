@@ -392,3 +392,43 @@ def test_a_points_time_is_recorded_with_its_cores_and_load_and_reported(tmp_path
     assert ge._time(ge.point_time(str(old))) == "11.0 min (its stages; cores and load not recorded)"
     (old / "results.json").unlink()
     assert ge.point_time(str(old)) is None and ge._time(None) == "not recorded"
+
+
+def test_a_point_finished_by_another_experiment_is_copied_in_not_rerun(tmp_path, monkeypatch):
+    """Two specs sharing an arm (same settings): the second copies the first's finished points in and runs only
+    its own; a point with other settings, or with --no_reuse, runs."""
+    exps = tmp_path / "experiments"
+    first = _two_arms()
+    second = _two_arms(name="ac")
+    second["arms"]["b"]["overrides"] = {"rl.gamma": 0.0}  # b here has a's settings there (an arm's name is not
+    # part of a point's settings: recipe, overrides, init_from, seed fields and seed are), so it is reused too
+    second["comparisons"] = [["a", "b"]]
+    calls = []
+    monkeypatch.setattr(gs, "_call", fake_job(calls))
+    assert ge.main([_spec(tmp_path, first, "ab.py"), f"--workdir={exps / 'ab'}", f"--results_dir={tmp_path / 'r'}"]) == 0
+    assert sorted(calls) == ["a/seed=0", "a/seed=1", "b/seed=0", "b/seed=1"]
+    calls.clear()
+    spec2 = _spec(tmp_path, second, "ac.py")
+    assert ge.main([spec2, f"--workdir={exps / 'ac'}", f"--results_dir={tmp_path / 'r'}"]) == 0
+    assert calls == []
+    status = ge.gs.point_status(str(exps / "ac" / "b" / "seed=1"))
+    assert status["reused_from"] == str(exps / "ab" / "a" / "seed=1") and status["experiment"] == "ac"
+    assert (exps / "ac" / "b" / "seed=1" / "results.json").read_text() == (
+        exps / "ab" / "a" / "seed=1" / "results.json").read_text()
+    report = json.loads((tmp_path / "r" / "ac.json").read_text())
+    assert report["comparisons"][0]["diff"] == 0.0 and report["comparisons"][0]["pairs"] == 40
+
+    third = _two_arms(name="ad")
+    third["arms"]["b"]["overrides"] = {"rl.gamma": 0.9}
+    VEC[("0.9", "0")], VEC[("0.9", "1")] = VEC[("0.5", "0")], VEC[("0.5", "1")]
+    try:
+        assert ge.main([_spec(tmp_path, third, "ad.py"), f"--workdir={exps / 'ad'}", "--no_reuse",
+                        f"--results_dir={tmp_path / 'r'}"]) == 0
+        assert sorted(calls) == ["a/seed=0", "a/seed=1", "b/seed=0", "b/seed=1"]
+        calls.clear()
+        assert ge.main([_spec(tmp_path, third, "ad2.py"), f"--workdir={exps / 'ad2'}",
+                        f"--results_dir={tmp_path / 'r2'}", "--point=b/seed=0"]) == 0
+        assert calls == []  # b/seed=0 with gamma 0.9 finished in ad: copied, not run
+        assert not (exps / "ad2" / "a").exists()  # a cluster line copies only its point (and its sources)
+    finally:
+        del VEC[("0.9", "0")], VEC[("0.9", "1")]
