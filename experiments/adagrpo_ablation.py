@@ -4,8 +4,8 @@ FCF 64.8): the full method against one component switched off at a time, from th
     python -m gui_jax.experiment experiments/adagrpo_ablation.py [--parallel 2]
 
 Every arm starts from the quickstart's SFT with the budget and task split of experiments/online_vs_sft.py; the
-SFT comes from the quickstart run of compare_sft_offline_semi.py (`semi_online_rl`, the same settings, so its
-finished workdir can be copied in), and `full` is online_vs_sft's `adagrpo` arm started from it; only the three
+SFT comes from the quickstart run of compare_sft_offline_semi.py (`semi_online_rl`, the same settings, so the
+runner reuses its finished points), and `full` is online_vs_sft's `adagrpo` arm started from it; only the three
 switched-off variants then run (~30 min each on one core).
 Report: experiments/results/adagrpo_components.{md,json,png}.
 """

@@ -4,7 +4,7 @@ instances, unseen templates of the trained apps, unseen apps (the paper: 7B GRPO
     python -m gui_jax.experiment experiments/cmdp_generalisation.py [--parallel 2]
 
 The policies are those of experiments/online_vs_sft.py (its QUICKSTART_RUN and its `grpo` arm started from it,
-same settings as adagrpo_ablation.py's and prm_rewards.py's, so finished workdirs can be copied in): the
+same settings as adagrpo_ablation.py's and prm_rewards.py's: the runner reuses their finished points): the
 quickstart's SFT, semi-online RL from it (`semi_online_rl`) and online GRPO from it (`grpo`), trained on ten
 easy templates of six apps. Unseen instances are their own held-out tasks (greedy, in those runs); the other two
 levels are evaluate-job arms on 440 held-out tasks of easy templates (<= 4 expert steps) they never trained on.

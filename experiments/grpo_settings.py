@@ -4,9 +4,9 @@
 
 online_vs_sft.py's GRPO arm uses 8 tasks x 4 rollouts an iteration and AWG's KL weight β = 0.05, where AWG
 samples 8 rollouts per task (2 tasks a step) and MobileRL's AdaGRPO (which does beat the SFT there) runs with
-β = 1e-4. Same start (online_vs_sft's `sft` arm, copied in or re-run), same budget of 32 rollouts an iteration
-for 240 iterations at lr 1e-4, one setting changed an arm:
-  grpo          online_vs_sft's arm (copy its finished workdirs in);
+β = 1e-4. Same start (online_vs_sft's `sft` arm; the runner reuses its finished points), same budget of 32
+rollouts an iteration for 240 iterations at lr 1e-4, one setting changed an arm:
+  grpo          online_vs_sft's arm (its finished points are reused);
   grpo_group8   8 rollouts of 4 tasks an iteration (AWG's group size);
   grpo_kl_low   β = 1e-4 (AdaGRPO's).
 ~25 min an arm on one core. Report: experiments/results/grpo_settings.{md,json,png}.

@@ -6,8 +6,9 @@ The SFT start is the quickstart's (`builtin:tiny-base`, 500 expert episodes of t
 the `sft` arm runs the quickstart with no RL stage (the same SFT as the quickstart run of the same seed in
 compare_sft_offline_semi.py: tests/jobs/test_quickstart_determinism.py), and both online arms start from its
 checkpoints with the same RL budget as semi-online RL there (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on
-the same task split: 1,426 training tasks, 440 held-out tasks. The online_rl job evaluates its start and its end greedily on those tasks (the quickstart
-samples at temperature 1), so `start` (the SFT, greedy) pairs with `grpo` and `adagrpo`.
+the same task split: 1,426 training tasks, 440 held-out tasks. The online_rl job evaluates its start and its end
+greedily on those tasks (the quickstart samples at temperature 1), so `start` (the SFT, greedy) pairs with `grpo`
+and `adagrpo`.
 Report: experiments/results/online_vs_sft.{md,json,png}.
 """
 

@@ -4,7 +4,7 @@ against ORM-PPO and GRPO, and offline GRPO with the RM's reward against the orac
     python -m gui_jax.experiment experiments/prm_rewards.py [--parallel 2]
 
 The start is the quickstart's SFT (QUICKSTART_RUN of experiments/online_vs_sft.py, same settings, so
-its finished workdirs copy in); the online arms have that spec's budget at half the iterations (PPO_ITERATIONS =
+the runner reuses its finished points); the online arms have that spec's budget at half the iterations (PPO_ITERATIONS =
 120 of 8 tasks x 4 rollouts, actor lr 1e-4) on its task split (1,426 training tasks, 440 held-out tasks); the
 offline arms have the quickstart's 240.
   export_sft     the SFT exported (configs/export.py), the reward model's starting weights;

@@ -4,7 +4,7 @@ fine-tuning (agent and reward model co-evolving), beyond the same rounds of fine
     python -m gui_jax.experiment experiments/self_improvement.py [--parallel 2]
 
 Round 0 is the quickstart's SFT (QUICKSTART_RUN of experiments/online_vs_sft.py); the reward model is
-experiments/prm_rewards.py's likelihood RM (same arm settings, so finished workdirs copy in between the three
+experiments/prm_rewards.py's likelihood RM (same arm settings: the runner reuses finished points between the three
 specs). Both arms run configs/self_improve.py on the quickstart's split (the SFT's 500 expert episodes, 440
 held-out tasks of its ten templates), 2 rounds of 100 SFT steps at lr 1e-4 (the recipe's 5e-4 drops the
 expert-only control from 293 to 252 / 254 of 440 over its two rounds: re-warming an SFT that has fitted its

@@ -405,7 +405,8 @@ def test_a_point_finished_by_another_experiment_is_copied_in_not_rerun(tmp_path,
     second["comparisons"] = [["a", "b"]]
     calls = []
     monkeypatch.setattr(gs, "_call", fake_job(calls))
-    assert ge.main([_spec(tmp_path, first, "ab.py"), f"--workdir={exps / 'ab'}", f"--results_dir={tmp_path / 'r'}"]) == 0
+    assert ge.main([_spec(tmp_path, first, "ab.py"), f"--workdir={exps / 'ab'}",
+                    f"--results_dir={tmp_path / 'r'}"]) == 0
     assert sorted(calls) == ["a/seed=0", "a/seed=1", "b/seed=0", "b/seed=1"]
     calls.clear()
     spec2 = _spec(tmp_path, second, "ac.py")

@@ -23,7 +23,8 @@ def test_demonstrations_are_k_tasks_per_unseen_app_at_demo_seeds(tmp_path):
     _, test_tasks, _, _ = prepare(c, str(tmp_path), sides=())
     demos = demo_tasks(c, test_tasks)
     test_apps, test_templates = {t.app for t in test_tasks}, {t.template for t in test_tasks}
-    assert test_apps == {"contacts", "calendar"} and set(demos) == test_apps and all(len(v) == 2 for v in demos.values())
+    assert test_apps == {"contacts", "calendar"} and set(demos) == test_apps
+    assert all(len(v) == 2 for v in demos.values())
     lo, hi = c.few_shot.demo_seed_range
     for app, tasks in demos.items():
         assert all(t.app == app and t.template in test_templates and lo <= t.seed < hi for t in tasks)

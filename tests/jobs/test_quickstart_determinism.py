@@ -49,7 +49,8 @@ def test_quickstart_twice_identical(tmp_path):
     sft_log = lambda log: [r for r in log if r["name"].startswith("sft/") and "seconds" not in r["name"]]
     assert len(sft_log(log_a)) > 10 and sft_log(log_alone) == sft_log(log_a)
     assert not (tmp_path / "sft_alone" / "rl").exists() and "train_semi_online_rl" not in alone["profile"]
-    proc = _launch(str(tmp_path / "from_sft"), 4, f"--config.init.checkpoint_dir={tmp_path / 'sft_alone' / 'sft' / 'checkpoints'}")
+    sft_checkpoints = tmp_path / "sft_alone" / "sft" / "checkpoints"
+    proc = _launch(str(tmp_path / "from_sft"), 4, f"--config.init.checkpoint_dir={sft_checkpoints}")
     log, _ = proc.communicate(timeout=1800)
     assert proc.returncode == 0, log[-3000:]
     started = json.loads((tmp_path / "from_sft" / "results.json").read_text())
