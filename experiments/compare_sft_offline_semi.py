@@ -11,14 +11,19 @@ compare_sft_offline_semi.md, with SOP and step metrics too).
 """
 
 
+import os
+
+from gui_jax.core.recipe_files import load_python_file
+
+ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
+
+
 def get_spec():
     return {
         "name": "sft_vs_offline_vs_semi",
         "description": "Does semi-online RL beat offline RL and SFT from the same SFT start (UI-S1 Table 3)?",
         "arms": {
-            "semi_online_rl": {"recipe": "configs/quickstart.py", "overrides": {"offline_rl_baseline": True,
-                                                                     "rl.iterations": 240},
-                               "stage": "semi_online_rl"},
+            "semi_online_rl": load_python_file(ONLINE_VS_SFT).QUICKSTART_RUN,  # shared with the other specs
             "offline_rl": {"results_of": "semi_online_rl", "stage": "offline_rl"},
             "sft": {"results_of": "semi_online_rl", "stage": "sft"},
         },
