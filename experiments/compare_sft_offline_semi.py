@@ -9,8 +9,6 @@ and `offline_rl` arms read those stages of the same runs. Report:
 experiments/results/sft_vs_offline_vs_semi.{md,json,png} (the former script of this name wrote
 compare_sft_offline_semi.md, with SOP and step metrics too).
 """
-
-
 import os
 
 from gui_jax.core.recipe_files import load_python_file
