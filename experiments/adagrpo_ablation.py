@@ -12,6 +12,7 @@ Report: experiments/results/adagrpo_components.{md,json,png}.
 import os
 
 from gui_jax.core.recipe_files import load_python_file
+from gui_jax.experiment_spec import variant_arms
 
 ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
 VARIANTS = {"no_spa": {"online.spa": False}, "no_adapr": {"online.adapr": False}, "no_fcf": {"online.fcf": False}}
@@ -21,9 +22,7 @@ def get_spec():
     online_vs_sft = load_python_file(ONLINE_VS_SFT)
     full = online_vs_sft.from_quickstart(online_vs_sft.get_spec()["arms"]["adagrpo"])
     arms = {"semi_online_rl": online_vs_sft.QUICKSTART_RUN, "full": full,
-            "start": {"results_of": "full", "stage": "start"}}
-    for name, switch in VARIANTS.items():
-        arms[name] = {**full, "overrides": {**full["overrides"], **switch}}
+            "start": {"results_of": "full", "stage": "start"}, **variant_arms(full, VARIANTS)}
     return {
         "name": "adagrpo_components",
         "description": "Which AdaGRPO component matters: full vs without SPA / AdaPR / FCF, from one SFT start?",

@@ -14,6 +14,7 @@ rollouts an iteration for 240 iterations at lr 1e-4, one setting changed an arm:
 import os
 
 from gui_jax.core.recipe_files import load_python_file
+from gui_jax.experiment_spec import variant_arms
 
 ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
 VARIANTS = {"grpo_group8": {"online.num_rollouts": 8, "online.episodes_per_iteration": 4},
@@ -23,9 +24,8 @@ VARIANTS = {"grpo_group8": {"online.num_rollouts": 8, "online.episodes_per_itera
 def get_spec():
     arms = dict(load_python_file(ONLINE_VS_SFT).get_spec()["arms"])
     grpo = arms["grpo"]
-    arms = {"sft": arms["sft"], "grpo": grpo, "start": {"results_of": "grpo", "stage": "start"}}
-    for name, change in VARIANTS.items():
-        arms[name] = {**grpo, "overrides": {**grpo["overrides"], **change}}
+    arms = {"sft": arms["sft"], "grpo": grpo, "start": {"results_of": "grpo", "stage": "start"},
+            **variant_arms(grpo, VARIANTS)}
     return {
         "name": "grpo_settings",
         "description": "Does GRPO beat its SFT start with AWG's group size (8) or AdaGRPO's KL weight (1e-4)?",

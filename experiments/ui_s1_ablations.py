@@ -15,6 +15,7 @@ Report: experiments/results/ui_s1_ablations.{md,json,png}.
 import os
 
 from gui_jax.core.recipe_files import load_python_file
+from gui_jax.experiment_spec import variant_arms
 
 ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
 VARIANTS = {"default": {}, "gamma_0": {"rl.gamma": 0.0}, "gamma_0.9": {"rl.gamma": 0.9},
@@ -26,10 +27,9 @@ def get_spec():
     online_vs_sft = load_python_file(ONLINE_VS_SFT)
     sft = online_vs_sft.get_spec()["arms"]["sft"]
     from_sft = {"arm": "sft", "path": "sft/checkpoints", "flag": "init.checkpoint_dir", "ready": "sft"}
-    arms = {"sft": sft, "start": {"results_of": "default", "stage": "sft"}}
-    for name, change in VARIANTS.items():
-        arms[name] = {"recipe": "configs/quickstart.py", "stage": "semi_online_rl", "init_from": from_sft,
-                      "overrides": {"rl.iterations": 240, **change}, "seed_fields": ["seed", "rl.seed"]}
+    semi = {"recipe": "configs/quickstart.py", "stage": "semi_online_rl", "init_from": from_sft,
+            "overrides": {"rl.iterations": 240}, "seed_fields": ["seed", "rl.seed"]}
+    arms = {"sft": sft, "start": {"results_of": "default", "stage": "sft"}, **variant_arms(semi, VARIANTS)}
     return {
         "name": "ui_s1_ablations",
         "description": "Which parts of UI-S1's semi-online RL matter here: γ, ω and the patch budget, from one SFT?",

@@ -26,6 +26,12 @@ class ExperimentError(SweepError):
     """A malformed spec (the message starts with the key at fault) or unusable job results."""
 
 
+def variant_arms(base: dict, variants: dict) -> dict:
+    """{name: `base` with its overrides updated by variants[name]}: the arms of an ablation (one setting changed
+    an arm), for spec files."""
+    return {name: {**base, "overrides": {**base.get("overrides", {}), **change}} for name, change in variants.items()}
+
+
 def init_entries(init) -> list:
     """init_from as a list of {arm, path, flag}: None -> [], one dict -> [it], a list as it is."""
     if init is None:
