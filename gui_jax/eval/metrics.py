@@ -186,6 +186,31 @@ def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def judge_agreement(scores: Sequence[float], truth: Sequence[bool], threshold: float = 0.5) -> dict[str, float]:
+    """A success judge against the rule check: scores [E] (P(success)), truth [E] (the check's verdicts).
+
+    Agreement (with its Wilson 95 % interval), precision / recall / F1 of "success", Cohen's κ (agreement beyond
+    what the two marginals give by chance; NaN when both say one class throughout), AUROC, the judged and the
+    true success rates, and the confusion counts."""
+    sc, y = _arr(scores), _arr(truth, bool)
+    if sc.shape != y.shape:
+        raise ValueError(f"judge_agreement: {sc.size} scores vs {y.size} verdicts")
+    pred = sc >= threshold
+    n = int(y.size)
+    tp, fp = int(np.sum(pred & y)), int(np.sum(pred & ~y))
+    fn, tn = int(np.sum(~pred & y)), int(np.sum(~pred & ~y))
+    prf = binary_prf(sc, y, threshold)
+    agree = tp + tn
+    lo, hi = wilson_interval(agree, n)
+    po = agree / n if n else float("nan")
+    pe = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / n ** 2 if n else float("nan")
+    kappa = (po - pe) / (1 - pe) if n and pe < 1 else float("nan")
+    return {"n": n, "agreement": po, "agreement_ci95": [lo, hi], "precision": prf["precision"],
+            "recall": prf["recall"], "f1": prf["f1"], "kappa": kappa, "auroc": roc_auc(sc, y),
+            "judged_rate": (tp + fp) / n if n else float("nan"), "true_rate": (tp + fn) / n if n else float("nan"),
+            "tp": tp, "fp": fp, "fn": fn, "tn": tn}
+
+
 def reward_model_f1(scores: Sequence[float], labels: Sequence[bool], lengths: Optional[Sequence[int]] = None,
                     thresholds: Union[float, Sequence[float]] = 0.5) -> dict:
     """Reward-model classification metrics overall and by trajectory length bucket (<5, 5–10, >10).

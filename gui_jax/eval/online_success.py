@@ -92,14 +92,21 @@ def run_backend_episodes(policy: Policy, tasks: Sequence, pcfg: PromptConfig, en
                          temperature: float = 0.0, max_steps: int = 15, seed: int = 0) -> list[dict]:
     """The (task, trial) episodes on `env_cfg.backend` through its env pool and the rollout engine (lock-step),
     in task order."""
+    return [episode_row(r) for r in rollout_records(policy, tasks, pcfg, env_cfg, trials=trials,
+                                                    temperature=temperature, max_steps=max_steps, seed=seed)]
+
+
+def rollout_records(policy: Policy, tasks: Sequence, pcfg: PromptConfig, env_cfg, *, trials: int = 1,
+                    temperature: float = 0.0, max_steps: int = 15, seed: int = 0) -> list:
+    """The rollout engine's TrajectoryRecords (steps with screens and actions, final screen, success, status) of
+    the (task, trial) episodes on `env_cfg.backend` (phonesim included), lock-step, in task order."""
     from gui_jax.envs.factory import make_env_factory, make_pool
     from gui_jax.rl.rollout import RolloutConfig, RolloutEngine
     render = pcfg.observation in ("screenshot", "both")
     pool = make_pool(env_cfg, make_env_factory(env_cfg, render=render, max_steps=max_steps))
     rcfg = RolloutConfig(mode="sync", max_steps=max_steps, temperature=temperature, seed=seed)
     with pool, RolloutEngine(policy, pool, pcfg, rcfg) as engine:
-        out = engine.run(tasks, trials=trials)
-    return [episode_row(r) for r in out]
+        return engine.run(tasks, trials=trials)
 
 
 def online_metrics(records: Sequence[dict], k: Optional[int] = None) -> dict[str, float]:

@@ -43,6 +43,8 @@ JOBS: dict[str, JobEntry] = {
                             "reward-model step / outcome precision, recall, F1 by length and difficulty"),
     "verifier_eval": JobEntry("gui_jax.jobs.verifier_eval:run",
                               "best-of-n verifier (policy samples, RM picks): held-out SR against n with 95 % CIs"),
+    "judge_eval": JobEntry("gui_jax.jobs.judge_eval:run",
+                           "success judges (zero-shot backbone, trained RM) against the rule check: agreement, P, R"),
     "pretrain": JobEntry("gui_jax.jobs.pretrain:run",
                          "pretrain the small base on synthetic screens (tap, read, state, screen text); resumable"),
     "base_eval": JobEntry("gui_jax.jobs.base_eval:run",

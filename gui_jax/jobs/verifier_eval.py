@@ -62,7 +62,7 @@ def check_rm_source(config, block: str) -> None:
         _fail(f"{block}.rm_hf_dir", b.rm_hf_dir, f"set either {block}.rm_checkpoint_dir or {block}.rm_hf_dir")
     if not given and not b.get("rm_untrained", False):
         _fail(f"{block}.rm_checkpoint_dir", b.get("rm_checkpoint_dir", ""),
-              "the verifier needs a trained reward model: set it (e.g. runs/reward_model/rm/checkpoints) or "
+              "a trained reward model is needed: set it (e.g. runs/reward_model/rm/checkpoints) or "
               f"{block}.rm_hf_dir (a Hugging Face directory), or {block}.rm_untrained=True for a random RM")
     if given and b.get("rm_untrained", False):
         _fail(f"{block}.rm_untrained", True, f"contradicts {block}.{given[0]}; set one of them")

@@ -25,6 +25,7 @@ SCHEDULES = ("constant", "cosine")                        # train/state.py make_
 DTYPES = ("float32", "bfloat16", "float16")
 EPISODE_LEVELS = ("paper", "code")                        # rl/advantages.py ui_s1_semi_online
 DYNAMIC_SAMPLING_SHORT = ("log", "raise")                # train/semi_online.py (imports it from here)
+TEMPLATE_SAMPLINGS = ("uniform", "learnability")          # train/semi_online.py task_selector
 MESH_RULES = ("default", "fsdp")                          # models/sharding.py RULE_TABLES (tests/test_config_schema.py)
 DISTRIBUTED = ("auto", "on", "off")
 
@@ -198,6 +199,11 @@ RL = Block("rl", [
       choice(DYNAMIC_SAMPLING_SHORT)),
     F("revisit_uniform", 1.0, "selective rollouts: a task whose last k groups had no return spread (std <= η) "
       "is rolled out again with probability revisit_uniform**k, others drawn in its place (1 = every task)",
+      number(0.0, 1.0)),
+    F("template_sampling", "uniform", "semi-online RL's task draw: uniform | learnability (templates drawn in "
+      "proportion to their rate of informative groups, so tasks SFT already solves every time are rarely rolled "
+      "out)", choice(TEMPLATE_SAMPLINGS)),
+    F("template_sampling_floor", 0.2, "learnability: the share of the template draw kept uniform",
       number(0.0, 1.0)),
     F("clip_low", 0.2, "PPO clip ε_low", number(0.0, 1.0, hi_open=True)),
     F("clip_high", 0.2, "PPO clip ε_high", number(0.0)),

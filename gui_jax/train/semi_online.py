@@ -17,7 +17,7 @@ from absl import logging
 from gui_jax.core.types import Episode
 from gui_jax.rl.advantages import dynamic_sampling_keep, grpo_trajectory, ui_s1_semi_online
 from gui_jax.rl.prompting import PromptConfig, build_messages
-from gui_jax.rl.selective import UniformSkip
+from gui_jax.rl.selective import TemplateLearnability, UniformSkip
 from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step, semi_online_rollouts
 from gui_jax.train.config_blocks import DYNAMIC_SAMPLING_SHORT  # declared with rl.dynamic_sampling_short
 from gui_jax.train.logger import MetricsLogger
@@ -64,6 +64,22 @@ def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: 
     return groups
 
 
+SELECTOR_STATE = {UniformSkip: "uniform_skip", TemplateLearnability: "template_learnability"}
+
+
+def task_selector(cfg, episodes: Sequence[Episode]):
+    """The rollout task draw besides the plain shuffled one: UniformSkip (rl.revisit_uniform < 1),
+    TemplateLearnability (rl.template_sampling = learnability), or None; at most one of them."""
+    learnability = cfg.get("template_sampling", "uniform") == "learnability"
+    revisit = cfg.get("revisit_uniform", 1.0) < 1.0
+    if learnability and revisit:
+        raise ValueError("rl.template_sampling='learnability' and rl.revisit_uniform < 1 both choose the rollout "
+                         "tasks: use one of them")
+    if learnability:
+        return TemplateLearnability([e.template or e.app for e in episodes], cfg.get("template_sampling_floor", 0.2))
+    return UniformSkip(cfg.revisit_uniform) if revisit else None
+
+
 def semi_online_batch(agent, episodes: Sequence[Episode], idx: Sequence[int], pcfg, cfg, seed: int,
                       aux_policy=None):
     """Rollouts for the episodes `idx` → (steps, advantages per step, returns, keep mask per step,
@@ -102,25 +118,24 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
         aux_policy = aux_policy_from(agent, cfg)
     run = RLRun(agent, len(episodes), cfg, workdir=workdir, ref_params=ref_params, prefix=prefix, logger=logger)
     target_groups = min(cfg.episodes_per_iteration, len(episodes))
-    skip = None
-    if cfg.get("revisit_uniform", 1.0) < 1.0:
-        skip = UniformSkip(cfg.revisit_uniform)
-        run.register_side_state("uniform_skip", skip)
+    selector = task_selector(cfg, episodes)
+    if selector is not None:
+        run.register_side_state(SELECTOR_STATE[type(selector)], selector)
     while run.running:
         groups, stats = [], {"reward": [], "exact": [], "tries": 0, "steps": 0}
         start = time.perf_counter()
         for attempt in range(max(cfg.dynamic_sampling_max_tries, 1)):
-            if skip is None:
+            if selector is None:
                 idx = run.next_episodes()
             else:
                 rng = np.random.default_rng([cfg.seed, run.iteration, attempt])
-                idx = skip.select(run.next_episodes, target_groups, rng)
+                idx = selector.select(run.next_episodes, target_groups, rng)
             steps, adv, _, keep, informative = semi_online_batch(
                 agent, episodes, idx, pcfg, cfg, seed=cfg.seed * 1_000_003 + run.iteration * 101 + attempt,
                 aux_policy=aux_policy)
-            if skip is not None:
+            if selector is not None:
                 for local, varied in informative.items():
-                    skip.record(idx[local], varied)
+                    selector.record(idx[local], varied)
             stats["tries"] += 1
             stats["steps"] += len(steps)
             stats["reward"] += [s.reward for s in steps]
@@ -140,9 +155,11 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
                    "kept_groups": len(groups), "sampling_tries": stats["tries"],
                    "sampling_short": float(len(groups) < target_groups), "rollout_steps": stats["steps"],
                    "rollout_seconds": time.perf_counter() - start}
-        if skip is not None:
-            metrics["skipped_tasks"] = skip.take_skipped()
-            metrics["known_uniform"] = len(skip.streak)
+        if isinstance(selector, UniformSkip):
+            metrics["skipped_tasks"] = selector.take_skipped()
+            metrics["known_uniform"] = len(selector.streak)
+        elif selector is not None:
+            metrics.update(selector.metrics())
         metrics.update(run.update(samples_from_generations(gens, advs)))
         run.end_iteration(metrics)
     return run.close()

@@ -71,9 +71,10 @@ def test_sft_kill_and_resume_matches_uninterrupted(episodes, tmp_path):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
 
 
-@pytest.mark.parametrize("revisit", [1.0, 0.0])
-def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path, revisit):
-    """Also with selective rollouts (revisit 0: tasks seen uniform are skipped), whose streaks resume."""
+@pytest.mark.parametrize("revisit,sampling", [(0.0, "uniform"), (1.0, "learnability")])
+def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path, revisit, sampling):
+    """With selective rollouts (revisit 0: tasks seen uniform are skipped), whose streaks resume, and with the
+    learnability draw, whose template counts resume (the plain shuffled draw: tests/jobs/test_resume_cli.py)."""
     pcfg = PromptConfig(observation="ui_text", target="element", history_turns=1)
 
     def cfg(stop=None):
@@ -81,6 +82,7 @@ def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path, r
         c.iterations, c.episodes_per_iteration, c.num_rollouts = 3, 2, 2
         c.dynamic_sampling, c.patch_threshold, c.checkpoint_every = False, -1, 1
         c.learning_rate, c.stop_after_steps, c.revisit_uniform = 1e-3, stop, revisit
+        c.template_sampling = sampling
         return c
     logs = {"a": [], "b": []}
 
@@ -104,6 +106,10 @@ def test_semi_online_kill_and_resume_matches_uninterrupted(episodes, tmp_path, r
         assert [m["skipped_tasks"] for _, m in a] == [m["skipped_tasks"] for _, m in b]
     else:
         assert "skipped_tasks" not in a[-1][1]
+    if sampling == "learnability":  # 2 groups an iteration recorded; the draw's probabilities resume with them
+        assert [m["template_prob_max"] for _, m in a] == [m["template_prob_max"] for _, m in b]
+    else:
+        assert "template_prob_max" not in a[-1][1]
     moved = False
     init = _agent()
     for x, y, z in zip(jax.tree.leaves(ref.params), jax.tree.leaves(resumed.params), jax.tree.leaves(init.params)):
