@@ -26,6 +26,7 @@ def get_config():
         "seed": 0,
         "judges": ("prompted", "rm"),    # prompted: the backbone zero-shot; rm: the trained outcome RM
         "prompted_checkpoint_dir": "",   # the prompted judge's weights: a stage's Orbax checkpoints ('' = model.checkpoint)
+        "prompted_scorer": "verdict",    # verdict: P(" yes") to the outcome question | policy_likelihood: P(its final step)
         "rm_checkpoint_dir": "",         # the rm judge: the reward_model job's rm/checkpoints
         "rm_hf_dir": "",                 # or a Hugging Face RM directory
         "rm_untrained": False,           # a random RM (smoke tests only)

@@ -7,7 +7,7 @@ the `sft` arm runs the quickstart with no RL stage (the same SFT as the quicksta
 compare_sft_offline_semi.py: tests/jobs/test_quickstart_determinism.py), and both online arms start from its
 checkpoints with the same RL budget as semi-online RL there (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on
 the same task split: 1,426 training tasks, 440 held-out tasks. The online_rl job evaluates its start and its end
-greedily on those tasks (the quickstart samples at temperature 1), so `start` (the SFT, greedy) pairs with `grpo`
+greedily on those tasks (as the quickstart does, through its own PhoneSim loop), so `start` pairs with `grpo`
 and `adagrpo`.
 Report: experiments/results/online_vs_sft.{md,json,png}.
 """
@@ -28,7 +28,7 @@ QUICKSTART_RUN = {"recipe": "configs/quickstart.py", "overrides": {"offline_rl_b
                   "stage": "semi_online_rl", "seed_fields": ["seed", "sft.seed", "rl.seed"]}
 SFT_ALONE = {"recipe": "configs/quickstart.py", "overrides": {"semi_online_rl": False, "offline_rl_baseline": False},
              "stage": "sft", "seed_fields": ["seed", "sft.seed", "rl.seed"],
-             "report": False}  # its stage samples at temperature 1; `start` is the same SFT evaluated greedily
+             "report": False}  # the same greedy SR as `start` (the SFT as online_rl evaluates it): one row
 FROM_SFT = {"init_from": {"arm": "sft", "path": "sft/checkpoints", "flag": "init.checkpoint_dir",
                           "ready": "sft"},  # starts once the SFT stage is written (an arm with RL stages after it)
             "seed_fields": ["seed", "online.seed"]}

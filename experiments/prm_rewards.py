@@ -21,7 +21,7 @@ offline arms have the quickstart's 240.
                  (rl.offline_reward = rm); its quickstart run repeats the SFT with the same settings (the weights
                  match to float rounding, not bit for bit across code versions: `offline_rm_sft` is its own).
 `start` is the orm_ppo run's greedy evaluation of the SFT before PPO (every online arm evaluates the same start on
-the same tasks); `sft` is the same SFT in the quickstart's own evaluation (temperature-1 online samples), the
+the same tasks); `sft` is the same SFT in the quickstart's own (greedy) evaluation, the
 start of the offline arms. Report: experiments/results/prm_rewards.{md,json,png}.
 """
 import os

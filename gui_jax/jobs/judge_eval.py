@@ -8,13 +8,16 @@ Real apps (AndroidWorld tasks without a checker, a user's own device) have no ru
 succeeded; a judge model has to. Two judges ask the reward model's outcome question of each episode (the goal, the
 trajectory, the final screen → P(+) of the verdict token, docs/algorithms.md §9):
   prompted  the policy backbone, zero-shot (`judge.prompted_checkpoint_dir`; '' = model.checkpoint, the base);
-  rm        the trained outcome reward model (UI-Genie / GUI-Shepherd; `judge.rm_checkpoint_dir` or rm_hf_dir).
+            `judge.prompted_scorer=policy_likelihood` asks it instead how likely it is to end the episode as it
+            ended (its probability of writing the final step: rewards/likelihood.py), a confidence, no question;
+  rm        the trained outcome reward model (UI-Genie / GUI-Shepherd; `judge.rm_checkpoint_dir` or rm_hf_dir),
+            scored as it was trained (`rm.model.scorer`).
 The policy runs the held-out PhoneSim tasks at `judge.temperature` (sampled, so successes and failures mix); each
 judge calls an episode a success at P(+) ≥ `judge.threshold`, and PhoneSim's own check is the truth: agreement
 (Wilson 95 %), precision, recall, F1, Cohen's κ, AUROC, judged against true success rate. Outputs results.json,
 results.md, episodes.jsonl (per episode: the check's verdict and every judge's score).
-Either judge rewards online RL where no check exists: `online.reward=rm` with `online.rm_checkpoint_dir` set to the
-RM's, or to a policy's stage folder for the prompted judge.
+Either judge can stand in for the check as online RL's task-success reward: `online.reward=rm` with
+`online.rm_checkpoint_dir` set to the RM's folder, or to a policy's stage folder for the prompted judge.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from gui_jax.config_check import ConfigError
 from gui_jax.jobs import common
 
 JUDGES = ("prompted", "rm")
+PROMPTED_SCORERS = ("verdict", "policy_likelihood")
 
 
 def _fail(path: str, value, problem: str):
@@ -52,6 +56,8 @@ def check_judge_config(config) -> None:
         _fail("judge.trials", j.trials, "several trials of a greedy policy repeat one episode; set judge.temperature > 0")
     if not isinstance(j.threshold, (int, float)) or isinstance(j.threshold, bool) or not 0 < j.threshold < 1:
         _fail("judge.threshold", j.threshold, "expected a number in (0, 1)")
+    if j.prompted_scorer not in PROMPTED_SCORERS:
+        _fail("judge.prompted_scorer", j.prompted_scorer, f"expected one of {PROMPTED_SCORERS}")
     if "rm" in judges:
         check_rm_source(config, "judge")
 
@@ -100,7 +106,7 @@ def run(config, workdir: str) -> None:
     _, test_tasks, _, _ = common.prepare(config, workdir, sides=())
     tasks = held_out_tasks(config, test_tasks)
     pcfg, rcfg = rm_configs(config)
-    rcfg = dataclasses.replace(rcfg, scorer="verdict")  # the judge answers the outcome question
+    scorers = {"prompted": j.prompted_scorer, "rm": rcfg.scorer}  # the RM scores as it was trained (rm.model.scorer)
     t0 = time.time()
     policy, policy_source = load_policy(config, j.policy_checkpoint_dir, "judge.policy_checkpoint_dir")
     print(f"judge_eval: policy {policy_source} on {len(tasks)} held-out tasks x {j.trials} at temperature "
@@ -115,10 +121,10 @@ def run(config, workdir: str) -> None:
     results, scores = {}, {}
     for name in j.judges:
         agent, source = judge_weights(config, name)
-        scorer = RMTrajectoryScorer(agent, pcfg, rcfg)
+        scorer = RMTrajectoryScorer(agent, pcfg, dataclasses.replace(rcfg, scorer=scorers[name]))
         scores[name] = scorer.outcome_scores(done).tolist()
         results[name] = {**judge_agreement(scores[name], truth, float(j.threshold)), "weights": source,
-                         "unscorable": scorer.unscorable}
+                         "scorer": scorers[name], "unscorable": scorer.unscorable}
         del agent, scorer
     with open(os.path.join(workdir, "episodes.jsonl"), "w") as f:
         for i, r in enumerate(done):

@@ -5,6 +5,7 @@
     equal to judge_agreement over episodes.jsonl, and two judges with the same weights score alike;
 (c) bad configs raise ConfigError naming the field.
 """
+import dataclasses
 import json
 import math
 import os
@@ -63,12 +64,38 @@ def test_job_judges_every_completed_episode_with_both_judges(tmp_path):
     assert "| prompted |" in (tmp_path / "results.md").read_text()
 
 
+def test_the_prompted_judge_as_the_policys_confidence_in_its_last_step(tmp_path):
+    """prompted_scorer=policy_likelihood: each episode scores the backbone's probability of writing its final step
+    after the trajectory (rewards/likelihood.py), not its answer to the verdict question."""
+    from gui_jax.eval.online_success import rollout_records
+    from gui_jax.jobs import common
+    from gui_jax.jobs.reward_model import rm_configs
+    from gui_jax.jobs.verifier_eval import held_out_tasks, load_policy
+    from gui_jax.train.online.rewards import RMTrajectoryScorer
+    cfg = load_config("configs/judge_eval.py", **{**TINY, "judge.judges": ("prompted",), "judge.max_steps": 2,
+                                                  "judge.prompted_scorer": "policy_likelihood"})
+    je.run(cfg, str(tmp_path / "job"))
+    res = json.load(open(tmp_path / "job" / "results.json"))
+    assert res["judges"]["prompted"]["scorer"] == "policy_likelihood" and "rm" not in res["judges"]
+    got = [json.loads(line)["prompted_score"] for line in open(tmp_path / "job" / "episodes.jsonl")]
+    # the same episodes (same policy, tasks and seed) scored here by each scorer
+    agent, _ = load_policy(cfg, "", "judge.prompted_checkpoint_dir")
+    tasks = held_out_tasks(cfg, common.prepare(cfg, str(tmp_path / "here"), sides=())[1])
+    pcfg, rcfg = rm_configs(cfg)
+    recs = rollout_records(agent.policy, tasks, pcfg, je.rollout_env(cfg), trials=1, temperature=1.0, max_steps=2)
+    likelihood, verdict = (RMTrajectoryScorer(agent, pcfg, dataclasses.replace(rcfg, scorer=k)).outcome_scores(recs)
+                           for k in ("policy_likelihood", "verdict"))
+    np.testing.assert_allclose(got, likelihood, atol=1e-6)
+    assert np.abs(np.asarray(got) - verdict).max() > 1e-3
+
+
 @pytest.mark.parametrize("field,value,needle", [
     ("judge.judges", ("oracle",), "config.judge.judges"),
     ("judge.judges", ("rm", "rm"), "expected distinct names"),
     ("judge.threshold", 1.5, "config.judge.threshold"),
     ("judge.trials", 0, "config.judge.trials"),
     ("judge.temperature", -1.0, "config.judge.temperature"),
+    ("judge.prompted_scorer", "logit", "config.judge.prompted_scorer"),
 ])
 def test_bad_config_names_the_field(field, value, needle, tmp_path):
     cfg = load_config("configs/judge_eval.py", **{"judge.rm_untrained": True, field: value})
