@@ -287,6 +287,10 @@ def _cross_checks(config) -> None:
             and sft.get("warmup_steps", 0) >= sft.num_steps):
         _fail("sft.warmup_steps", sft.warmup_steps, f"a cosine schedule decays after the warm-up: needs fewer "
               f"warm-up steps than sft.num_steps ({sft.num_steps})")
+    r = config.get("rl")
+    if r is not None and r.get("template_sampling") == "learnability" and r.get("revisit_uniform", 1.0) < 1.0:
+        _fail("rl.template_sampling", r.template_sampling, f"and rl.revisit_uniform = {r.revisit_uniform} both "
+              "choose the rollout tasks: use one of them")
     for block in ("sft", "rl", "reasoning"):
         b = config.get(block)
         if b is None or not b.get("packing", False):

@@ -82,6 +82,8 @@ CASES = [
     ("packing_seq_mean", [Q, "--config.rl.packing=True", "--config.rl.row_length=512",
                           "--config.rl.aggregation=seq_mean_token_mean"], ["config.rl.aggregation", "step_token_mean"]),
     ("kl_kind", [Q, "--config.rl.kl_kind=lowvar_kl"], ["config.rl.kl_kind", "'low_var_kl'"]),
+    ("two_task_draws", [Q, "--config.rl.template_sampling=learnability", "--config.rl.revisit_uniform=0.5"],
+     ["config.rl.template_sampling", "use one of them"]),
     ("reward_preset", [Q, "--config.rl.reward_preset=papers"], ["config.rl.reward_preset", "'paper'"]),
     ("unknown_flag", [Q, "--workdr=/tmp/x"], ["unknown flag --workdr", "'--workdir'"]),
     ("recipe_typo", ["--config=configs/quickstrat.py"], ["no such recipe file", "configs/quickstart.py"]),
