@@ -105,6 +105,8 @@ def run(config, workdir: str) -> None:
     common.check_reachable(config)
     _, test_tasks, _, _ = common.prepare(config, workdir, sides=())
     tasks = held_out_tasks(config, test_tasks)
+    overlaps = common.checkpoint_overlaps(tasks, policy=j.policy_checkpoint_dir,
+                                          reward_model=j.rm_checkpoint_dir if "rm" in j.judges else "")
     pcfg, rcfg = rm_configs(config)
     scorers = {"prompted": j.prompted_scorer, "rm": rcfg.scorer}  # the RM scores as it was trained (rm.model.scorer)
     t0 = time.time()
@@ -134,7 +136,7 @@ def run(config, workdir: str) -> None:
     true_rate = sum(truth) / len(truth)
     out = {"judges": results, "episodes": len(done), "env_failures": len(records) - len(done),
            "true_success_rate": true_rate, "policy": policy_source, "threshold": float(j.threshold),
-           "temperature": float(j.temperature), "trials": int(j.trials), "seed": int(j.seed),
+           "temperature": float(j.temperature), "trials": int(j.trials), "seed": int(j.seed), **overlaps,
            "profile": {"seconds": round(time.time() - t0, 1)}}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1, default=float)
