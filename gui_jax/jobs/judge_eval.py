@@ -34,14 +34,10 @@ JUDGES = ("prompted", "rm")
 PROMPTED_SCORERS = ("verdict", "policy_likelihood")
 
 
-def _fail(path: str, value, problem: str):
-    raise ConfigError(f"config.{path} = {value!r}: {problem}")
-
-
 def check_judge_config(config) -> None:
     """ConfigError naming the first bad field (the shared blocks first, then `judge`)."""
     from gui_jax.config_check import check_config
-    from gui_jax.jobs.verifier_eval import check_rm_source, check_search_fields
+    from gui_jax.jobs.verifier_eval import _fail, _is_int, check_rm_source, check_search_fields
     check_config(config)
     if "judge" not in config:
         raise ConfigError("config has no 'judge' block; start from configs/judge_eval.py")
@@ -50,7 +46,7 @@ def check_judge_config(config) -> None:
     if isinstance(judges, str) or not judges or any(x not in JUDGES for x in judges) or len(set(judges)) != len(judges):
         _fail("judge.judges", judges, f"expected distinct names from {JUDGES}, e.g. ('prompted', 'rm')")
     check_search_fields(config, "judge")
-    if not isinstance(j.trials, int) or isinstance(j.trials, bool) or j.trials < 1:
+    if not _is_int(j.trials) or j.trials < 1:
         _fail("judge.trials", j.trials, "expected an integer ≥ 1")
     if j.trials > 1 and j.temperature <= 0:
         _fail("judge.trials", j.trials, "several trials of a greedy policy repeat one episode; set judge.temperature > 0")
