@@ -18,6 +18,7 @@ def get_config():
     c.seed = 0
     c.offline_rl_baseline = False
     c.semi_online_rl = True     # False: SFT and the offline-RL baseline, if on; both False: SFT alone
+    c.reasoning_sft = False     # True: MobileRL's reasoning warm-up (the `reasoning` block) between SFT and RL
 
     c.data = ml_collections.ConfigDict({
         "split": "instance",               # instance | template | app (docs/algorithms.md §12)
@@ -110,6 +111,26 @@ def get_config():
     # experiments/results/quickstart_from_base.md. The reward asks for the whole answer.
     c.rl.text_match = "exact"
     c.rl.checkpoint_every = 4
+
+    # MobileRL's reasoning SFT (docs/algorithms.md §13): thoughts kept where the action matches the expert, then
+    # fine-tuned on. The base never writes thoughts, so round 0 takes PhoneSim's descriptions of the expert steps
+    # ("tap Quiet Fire in Music") in place of the paper's instruct model; later rounds sample the policy's own.
+    # A thought makes responses ~6 tokens longer (up to ~40): raise model.max_new_tokens to 48 with it.
+    c.reasoning = ml_collections.ConfigDict({
+        "rounds": 2,
+        "samples_per_step": 4,
+        "temperature": 1.0,
+        "seed": 0,
+        "seed_thoughts": "describe",
+        "init_checkpoint": "",   # the reasoning_sft job's start (the quickstart's stage starts from its SFT)
+        "sft": sft_block(),
+    })
+    for k in ("batch_size", "packing", "row_length", "micro_batch_size", "schedule"):
+        c.reasoning.sft[k] = c.sft[k]
+    c.reasoning.sft.num_steps = 150
+    c.reasoning.sft.learning_rate = 3e-4
+    c.reasoning.sft.warmup_steps = 10
+    c.reasoning.sft.checkpoint_every = 50
 
     c.eval = ml_collections.ConfigDict({
         # the base before SFT never writes this prompt's answers; evaluating it costs ~2 min

@@ -4,27 +4,19 @@ Sample thought+action on expert steps, keep the thoughts whose action matches th
 on them, repeat (MobileRL §2.1; docs/algorithms.md).
 
     python -m gui_jax.main --config configs/reasoning_sft.py --config.reasoning.init_checkpoint=runs/quickstart/sft/checkpoints
-Starts from the quickstart's data and model settings and from `reasoning.init_checkpoint` (a
-training stage's Orbax checkpoints) or `model.checkpoint` (a Hugging Face folder). A model that
-never writes thoughts keeps nothing, and the job stops saying so.
+Starts from the quickstart's data and model settings (its `reasoning` block) and from `reasoning.init_checkpoint`
+(a training stage's Orbax checkpoints; the model's shape and tokenizer still come from `model.checkpoint`) or
+`model.checkpoint` (a Hugging Face folder). With `reasoning.seed_thoughts=''` a model that never writes thoughts
+keeps nothing, and the job stops saying so. Evaluated, as a stage between SFT and RL:
+`configs/quickstart.py --config.reasoning_sft=True` (experiments/reasoning_sft.py).
 """
 
-import ml_collections
-
-from gui_jax.train.config_blocks import sft_block, sibling_recipe
+from gui_jax.train.config_blocks import sibling_recipe
 
 
 def get_config():
     c = sibling_recipe(__file__, "quickstart").get_config()
     c.job = "reasoning_sft"
-    c.reasoning = ml_collections.ConfigDict({
-        "rounds": 2,                 # sample → verify → fine-tune rounds
-        "samples_per_step": 4,       # thought samples per expert step and round
-        "temperature": 1.0,
-        "seed": 0,
-        "init_checkpoint": "",       # a stage's checkpoints folder, e.g. runs/quickstart/sft/checkpoints
-        "sft": sft_block(),
-    })
-    c.reasoning.sft.num_steps = 50
-    c.model.max_new_tokens = 64
+    del c["reasoning_sft"]      # the quickstart's stage switch; this job is the stage alone
+    c.model.max_new_tokens = 48
     return c

@@ -161,7 +161,10 @@ REASONING = {
     "samples_per_step": integer("thought samples per expert step and round", 1),
     "temperature": number("sampling temperature", 0.0),
     "seed": integer("sampling seed"),
-    "init_checkpoint": checkpoint_rule("a stage's checkpoints folder to start from (e.g. runs/quickstart/sft/checkpoints)"),
+    "seed_thoughts": choice("round 0's thoughts: '' = sampled from the policy; describe = PhoneSim's description "
+                            "of each expert action (for a model that writes none yet)", ("", "describe")),
+    "init_checkpoint": checkpoint_rule("the reasoning_sft job's start: a stage's checkpoints folder (e.g. "
+                                       "runs/quickstart/sft/checkpoints; the weights replace model.checkpoint's)"),
 }
 TOP = {
     "job": choice("the job to run (see --help)", lambda: sorted(_jobs())),
@@ -169,6 +172,7 @@ TOP = {
     "offline_rl_baseline": boolean("also train the offline-RL baseline from the SFT weights"),
     "semi_online_rl": boolean("train semi-online RL after SFT (False: only the offline-RL baseline, if on; "
                                 "neither: SFT alone)"),
+    "reasoning_sft": boolean("quickstart: MobileRL's reasoning SFT (the `reasoning` block) after SFT, before RL"),
 }
 GENERATE = {
     "split": DATA["split"],
@@ -313,9 +317,13 @@ def _cross_checks(config) -> None:
         if bad:
             _fail(f"env.{bad[0]}", env.get(bad[0]), bad[1])
     r = config.get("reasoning")
-    if r is not None and r.get("init_checkpoint") and m is not None and m.get("checkpoint"):
-        raise ConfigError("config.reasoning.init_checkpoint: set either it (an Orbax stage folder) or "
-                          "model.checkpoint (a Hugging Face folder), not both")
+    if config.get("reasoning_sft") and r is not None:
+        if r.get("init_checkpoint"):
+            _fail("reasoning.init_checkpoint", r.init_checkpoint, "starts the reasoning_sft job; the quickstart's "
+                  "reasoning stage starts from its SFT (or init.checkpoint_dir)")
+        if m is not None and m.get("max_new_tokens", 0) < 48:
+            _fail("model.max_new_tokens", m.max_new_tokens, "reasoning_sft = True writes a thought before each "
+                  "action (responses up to ~40 tokens on PhoneSim's templates): set at least 48")
 
 
 # model field -> (config.json section, key): the shape a checkpoint fixes and a preset override would change

@@ -100,6 +100,13 @@ CASES = [
     ("reasoning_samples", [R, "--config.reasoning.samples_per_step=0"], ["config.reasoning.samples_per_step", "≥ 1"]),
     ("reasoning_sft_block", [R, "--config.reasoning.sft.schedule=cosin"], ["config.reasoning.sft.schedule",
                                                                          "'cosine'"]),
+    ("reasoning_seed_thoughts", [R, "--config.reasoning.seed_thoughts=describ"],
+     ["config.reasoning.seed_thoughts", "'describe'"]),
+    ("reasoning_stage_short_responses", [Q, "--config.reasoning_sft=True"],
+     ["config.model.max_new_tokens", "at least 48"]),
+    ("reasoning_stage_own_start", [Q, "--config.reasoning_sft=True", "--config.model.max_new_tokens=48",
+                                   "--config.reasoning.init_checkpoint={tmp}/runs/qs/sft/checkpoints"],
+     ["config.reasoning.init_checkpoint", "init.checkpoint_dir"]),
 ]
 
 

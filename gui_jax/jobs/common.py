@@ -32,7 +32,7 @@ RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress", "checkpoint
 # Jobs whose outputs depend on the whole config (checkpoints, results): a changed field stops them.
 # Values: the workdir entries the old settings made, discarded by --overwrite.
 TRAINING_JOB_OUTPUTS = {
-    "quickstart": ("sft", "rl", "offline_rl", "results.json", "results.md", "metrics.jsonl", "logs",
+    "quickstart": ("sft", "reasoning", "rl", "offline_rl", "results.json", "results.md", "metrics.jsonl", "logs",
                    "training_curves.png"),
     "reasoning_sft": ("round_*", "init", "reasoning_sft.json", "metrics.jsonl", "logs", "training_curves.png"),
     "self_improve": ("round_*", "init_sft", "results.json", "results.md", "metrics.jsonl", "logs"),

@@ -2,11 +2,12 @@
 
 expert episodes (train split) → [evaluate untrained, eval.before_training] → SFT (or init.checkpoint_dir: a
 stage's checkpoints to start from instead, e.g. one SFT shared by the arms of an ablation) → evaluate →
+[reasoning SFT (MobileRL's warm-up, `reasoning_sft = True`; the `reasoning` block) → evaluate] →
 semi-online RL → evaluate, each evaluation on the held-out split: SOP (PG, TSR, Score), step
 metrics with the expert history (TM, GR, SR) and online success in PhoneSim, every success rate
 with its Wilson 95 % interval and each stage paired against the one before on the same tasks
 (exact McNemar). Resumable: finished stages are not redone.
-Outputs in the workdir: episodes/, sft/ and rl/ checkpoints, metrics.jsonl + TensorBoard logs,
+Outputs in the workdir: episodes/, sft/, reasoning/ and rl/ checkpoints, metrics.jsonl + TensorBoard logs,
 training_curves.png, results.json and results.md.
 
 results.json = {"stages": {stage: metrics}, "profile": {stage: wall/CPU/compile seconds}} (and
@@ -30,6 +31,7 @@ from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, sta
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.logger import MetricsLogger
+from gui_jax.train.reasoning_sft import reasoning_bootstrap
 from gui_jax.train.semi_online import train_offline_rl, train_semi_online
 
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
@@ -152,20 +154,26 @@ def run(config, workdir: str) -> None:
         print(overlap_lines(saved), end="")
     timed("start" if init_ckpt else "train_sft", starting_point, agent, config, workdir, train_eps, pcfg, logger)
     stage_eval("sft", config.sft.num_steps)
+    compare_to, done_steps = {}, config.sft.num_steps
+    if config.get("reasoning_sft"):  # MobileRL: reasoning-free SFT → reasoning SFT → RL
+        timed("train_reasoning_sft", reasoning_bootstrap, agent, train_eps, pcfg, config.reasoning,
+              workdir=os.path.join(workdir, "reasoning"), logger=logger)
+        done_steps += config.reasoning.rounds * config.reasoning.sft.num_steps
+        stage_eval("reasoning_sft", done_steps)
+        compare_to = {"reasoning_sft": "sft", "offline_rl": "reasoning_sft", "semi_online_rl": "reasoning_sft"}
     sft_params = agent.copy_params()
-    compare_to = {}
     rl_eps = rl_episodes(config, workdir, train_eps) if semi_online or config.get("offline_rl_baseline") else []
     if config.get("offline_rl_baseline"):
         timed("train_offline_rl", train_offline_rl, agent, rl_eps, pcfg, config.rl,
               workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params,
               reward_scorer=reward_scorer)
-        stage_eval("offline_rl", config.sft.num_steps + config.rl.iterations)
+        stage_eval("offline_rl", done_steps + config.rl.iterations)
         agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
-        compare_to = {"offline_rl": "sft", "semi_online_rl": "sft"}
+        compare_to = {**{"offline_rl": "sft", "semi_online_rl": "sft"}, **compare_to}
     if semi_online:
         timed("train_semi_online_rl", train_semi_online, agent, rl_eps, pcfg, config.rl,
               workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
-        stage_eval("semi_online_rl", config.sft.num_steps + config.rl.iterations)
+        stage_eval("semi_online_rl", done_steps + config.rl.iterations)
     logger.plot()
     logger.close()
     table = format_table(results, compare_to=compare_to)

@@ -1,0 +1,55 @@
+"""The quickstart's reasoning stage through the CLI (`reasoning_sft=True`): SFT → reasoning SFT on PhoneSim's
+described thoughts → both evaluated, the reasoning row paired against SFT; a re-run resumes without redoing it."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = [
+    "--config.data.num_train_episodes=2", "--config.data.num_test_episodes=1",
+    "--config.data.templates=('music.play','tasks.complete')", "--config.data.train_seed_range=(0,4)",
+    "--config.data.test_seed_range=(1000,1002)",
+    "--config.model.checkpoint=", "--config.model.num_hidden_layers=1", "--config.model.max_new_tokens=48",
+    "--config.model.sample_batch_size=4",
+    "--config.sft.num_steps=2", "--config.sft.batch_size=2", "--config.sft.micro_batch_size=2",
+    "--config.sft.warmup_steps=1", "--config.sft.checkpoint_every=2",
+    "--config.reasoning_sft=True", "--config.reasoning.rounds=1", "--config.reasoning.sft.num_steps=3",
+    "--config.reasoning.sft.batch_size=2", "--config.reasoning.sft.micro_batch_size=2",
+    "--config.reasoning.sft.warmup_steps=1", "--config.reasoning.sft.checkpoint_every=3",
+    "--config.semi_online_rl=False", "--config.eval.step_metrics=False", "--config.eval.max_steps=1",
+]
+
+
+def run(workdir: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+    p = subprocess.run([sys.executable, "-m", "gui_jax.main", "--config=configs/quickstart.py",
+                        f"--workdir={workdir}", *TINY], capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def test_reasoning_stage_between_sft_and_rl(tmp_path):
+    wd = tmp_path / "run"
+    first = run(wd)
+    results = json.loads((wd / "results.json").read_text())
+    assert list(results["stages"]) == ["sft", "reasoning_sft"]
+    assert len(results["stages"]["reasoning_sft"]["online_success"]) == 1
+    saved = json.loads((wd / "reasoning" / "round_0" / "thoughts.json").read_text())
+    assert saved["source"] == "described"
+    # every expert step of the two train episodes (open the app, tap the named row, done) has its description
+    thoughts = {(e, t): th for e, t, th in saved["thoughts"]}
+    assert sorted(thoughts) == [(e, t) for e in range(2) for t in range(3)]
+    assert [thoughts[(e, 0)] for e in range(2)] == ["open Music", "open Tasks"]
+    assert {thoughts[(e, 2)] for e in range(2)} == {"declare the task done"}
+    assert (wd / "reasoning" / "round_0" / "checkpoints" / "3").is_dir()
+    row = next(line for line in (wd / "results.md").read_text().splitlines() if line.startswith("| reasoning_sft |"))
+    assert "vs sft (p=" in row
+    names = {json.loads(line)["name"] for line in (wd / "metrics.jsonl").read_text().splitlines()}
+    assert any(n.startswith("reasoning_sft_r0/") for n in names), sorted(names)[:20]
+    assert "round 0: 6 of 6 expert steps with a described thought" in first.stdout
+    # finished stages are not redone: the re-run reads the stored thoughts and results
+    again = run(wd)
+    assert "sampling thoughts" not in again.stderr and json.loads((wd / "results.json").read_text())["stages"] == \
+        results["stages"]
