@@ -11,8 +11,9 @@ Each seed trains one SFT (online_vs_sft.py's `sft` arm; the runner reuses its fi
                      expert step, keeps those whose action matches the expert, fine-tunes 150 more steps);
   rl_from_sft        semi-online RL from the SFT for 120 iterations (rl_task_draw.py's `uniform` arm, reused);
   rl_from_reasoning  the same RL from the reasoning stage's weights.
-Responses with a thought run up to ~40 tokens, so the arms that sample them decode up to 48.
-About 20 min (reasoning) and 35 min (RL) a point on one core. Report: experiments/results/reasoning_sft.{md,json,png}.
+Responses with a thought run up to ~40 tokens, so the arms that sample them decode up to 48. One seed: seed 0
+resolved the reasoning stage's effect (0.705 -> 0.386, p 5e-30); add seeds to `seeds` to pool more.
+About 25 min (reasoning) and 35 min (RL) a point on one core. Report: experiments/results/reasoning_sft.{md,json,png}.
 """
 import os
 
@@ -40,7 +41,7 @@ def get_spec():
         "description": "Does MobileRL's reasoning SFT raise online SR over its SFT start, and RL's end point?",
         "arms": {"sft": sft, "start": {"results_of": "reasoning", "stage": "sft"}, "reasoning": reasoning,
                  "rl_from_sft": uniform, "rl_from_reasoning": rl_from_reasoning},
-        "seeds": [0, 1, 2],
+        "seeds": [0],
         "evaluation": {"metric": "online_success"},
         "comparisons": [["start", "reasoning"], ["rl_from_sft", "rl_from_reasoning"], ["reasoning", "rl_from_reasoning"],
                         ["start", "rl_from_sft"]],
