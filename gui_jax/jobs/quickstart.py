@@ -88,6 +88,22 @@ def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
     return episodes
 
 
+def uncut_responses_problem(episodes, pcfg, max_new_tokens: int, count_tokens) -> str:
+    """'' when every expert response of `episodes` (its tokens + the end token, `count_tokens(text)`) fits the
+    decode budget; else one line naming how many do not, the longest and the budget it needs: a policy that
+    cannot finish the expert's answer fails those tasks however well it learns them."""
+    from gui_jax.rl.prompting import expert_response
+    from gui_jax.rl.semi_online_rollout import expert_element
+    lengths = [(count_tokens(r) + 1, r) for ep in episodes for t in range(len(ep.actions))
+               for r in [expert_response(ep.actions[t], ep.observations[t], pcfg, element=expert_element(ep, t))]]
+    cut = [(n, r) for n, r in lengths if n > max_new_tokens]
+    if not cut:
+        return ""
+    n, longest = max(cut)
+    return (f"model.max_new_tokens = {max_new_tokens} cuts {len(cut)} of {len(lengths)} expert responses of the "
+            f"train episodes (the longest, {n} tokens with the end token: {longest!r}): set at least {n}")
+
+
 def offline_reward_scorer(config, pcfg):
     """The reward model that scores offline RL's samples (rl.offline_reward = rm: rl.rm_checkpoint_dir, scored as
     rl.rm_scorer with the reward_model recipe's default prompt settings); None for the rule reward."""
@@ -120,6 +136,10 @@ def run(config, workdir: str) -> None:
     agent = Agent(config, seed=config.seed)
     print(f"model: {config.model.preset} ({agent.num_params() / 1e6:.2f}M params)")
     pcfg = PromptConfig(**config.prompt.to_dict())
+    cut = uncut_responses_problem(train_eps, pcfg, int(config.model.max_new_tokens),
+                                  lambda text: len(agent.tokenizer.encode(text)))
+    if cut:
+        print(f"warning: {cut}", flush=True)
     reward_scorer = offline_reward_scorer(config, pcfg)  # before any training: a bad RM setting fails first
     logger = MetricsLogger(workdir)
     results_path = os.path.join(workdir, "results.json")

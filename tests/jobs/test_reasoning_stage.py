@@ -53,3 +53,18 @@ def test_reasoning_stage_between_sft_and_rl(tmp_path):
     again = run(wd)
     assert "sampling thoughts" not in again.stderr and json.loads((wd / "results.json").read_text())["stages"] == \
         results["stages"]
+
+
+def test_the_job_names_expert_responses_the_decode_budget_cuts():
+    from gui_jax.jobs.quickstart import uncut_responses_problem
+    from gui_jax.rl.prompting import PromptConfig
+
+    from support.fake_policy import make_episode
+    pcfg = PromptConfig(observation="ui_text", target="element", history_turns=0, history_mode="compact")
+    eps = [make_episode("g1", n=2), make_episode("g2", n=1)]
+    chars = len('<think></think>\n<action>{"action": "click", "element": 0}</action>')
+    count = len   # one token a character: every response here is `chars` long
+    assert uncut_responses_problem(eps, pcfg, chars + 1, count) == ""
+    msg = uncut_responses_problem(eps, pcfg, chars, count)
+    assert msg.startswith(f"model.max_new_tokens = {chars} cuts 3 of 3 expert responses") and \
+        msg.endswith(f"set at least {chars + 1}") and '"element": 1}' in msg
