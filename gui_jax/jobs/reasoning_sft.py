@@ -2,8 +2,10 @@
 
     python -m gui_jax.main --config configs/reasoning_sft.py --config.reasoning.init_checkpoint=runs/quickstart/sft/checkpoints
 Starts from the latest Orbax checkpoint in `reasoning.init_checkpoint` (a training stage's
-checkpoints folder), or a Hugging Face directory in `model.checkpoint`, or (neither) the preset's
-random init. A round that keeps no verified thought stops the job with a clear message.
+checkpoints folder; the model's shape and tokenizer come from `model.checkpoint`), or a Hugging Face directory in
+`model.checkpoint`, or (neither) the preset's random init. Round 0 trains on PhoneSim's descriptions of the expert
+steps with `reasoning.seed_thoughts=describe` (the recipe's default); a sampled round that keeps no verified
+thought stops the job with a clear message. The quickstart runs the same as a stage (`reasoning_sft=True`).
 """
 from __future__ import annotations
 
