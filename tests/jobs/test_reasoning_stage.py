@@ -1,5 +1,6 @@
-"""The quickstart's reasoning stage through the CLI (`reasoning_sft=True`): SFT → reasoning SFT on PhoneSim's
-described thoughts → both evaluated, the reasoning row paired against SFT; a re-run resumes without redoing it."""
+"""The reasoning stage through the CLI: in the quickstart (`reasoning_sft=True`: SFT → reasoning SFT on PhoneSim's
+described thoughts → both evaluated, the reasoning row paired against SFT; a re-run resumes without redoing it) and
+as the reasoning_sft job alone; the quickstart's warning when the decode budget cuts expert responses."""
 import json
 import os
 import subprocess
@@ -68,3 +69,16 @@ def test_the_job_names_expert_responses_the_decode_budget_cuts():
     msg = uncut_responses_problem(eps, pcfg, chars, count)
     assert msg.startswith(f"model.max_new_tokens = {chars} cuts 3 of 3 expert responses") and \
         msg.endswith(f"set at least {chars + 1}") and '"element": 1}' in msg
+
+
+def test_the_reasoning_sft_job_alone_trains_round_0_on_described_thoughts(tmp_path):
+    wd = tmp_path / "job"
+    env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+    flags = [f for f in TINY if not f.startswith(("--config.reasoning_sft", "--config.semi_online_rl",
+                                                  "--config.eval.", "--config.data.num_test"))]
+    p = subprocess.run([sys.executable, "-m", "gui_jax.main", "--config=configs/reasoning_sft.py", f"--workdir={wd}",
+                        *flags], capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads((wd / "reasoning_sft.json").read_text()) == [
+        {"round": 0, "source": "described", "kept_steps": 6, "total_steps": 6, "kept_fraction": 1.0}]
+    assert (wd / "round_0" / "checkpoints" / "3").is_dir()
