@@ -135,16 +135,35 @@ def stale_points(exp: Experiment, workdir: str) -> list:
     return out
 
 
+def started_as_recorded(status: dict, p: Point, init) -> bool:
+    """Whether a finished point's run passed each init_from flag the <arm>/seed=S/<path> its settings name (its
+    recorded command; a status written by an older spec or edited by hand can name a start the run did not
+    have). A status without a command cannot be checked and counts as consistent."""
+    if "command" not in status:
+        return True
+    args = shlex.split(status["command"])
+    for e in init_entries(init):
+        given = [a.split("=", 1)[1] for a in args if a.startswith(f"--config.{e['flag']}=")]
+        tail = [e["arm"], f"seed={p.seed}", *os.path.normpath(e["path"]).split(os.sep)]
+        if not given or os.path.normpath(given[-1]).split(os.sep)[-len(tail):] != tail:
+            return False
+    return True
+
+
 def finished_elsewhere(exp: Experiment, workdir: str, p: Point) -> str | None:
-    """A finished point with p's settings in another experiment's workdir beside `workdir` (runs/experiments/*):
-    specs that share an arm (an SFT start, a baseline) run it once."""
+    """A finished point with p's settings in another experiment's workdir beside `workdir` (runs/experiments/*)
+    whose run started as those settings say (started_as_recorded): specs that share an arm (an SFT start, a
+    baseline) run it once."""
     want, here = settings(exp, p), os.path.abspath(point_dir(workdir, p))
     parent = os.path.dirname(os.path.abspath(workdir))
     for status in sorted(glob.glob(os.path.join(parent, "*", "*", f"seed={p.seed}", "sweep_point.json"))):
         d = os.path.dirname(status)
         st = gs.point_status(d)
         if d != here and st.get("status") == "done" and st.get("settings") == want:
-            return d
+            if started_as_recorded(st, p, exp.arms[p.arm].init_from):
+                return d
+            print(f"point {p.key}: not reusing {d}: its recorded command started from another checkpoint than "
+                  f"its settings name")
     return None
 
 

@@ -433,3 +433,26 @@ def test_a_point_finished_by_another_experiment_is_copied_in_not_rerun(tmp_path,
         assert not (exps / "ad2" / "a").exists()  # a cluster line copies only its point (and its sources)
     finally:
         del VEC[("0.9", "0")], VEC[("0.9", "1")]
+
+
+def test_a_finished_point_whose_run_started_elsewhere_than_its_settings_say_is_not_reused(tmp_path, monkeypatch):
+    """Settings name the start by arm; the recorded command shows the checkpoint the run started from. A status
+    claiming `b` started from `a` while its command passed another arm's checkpoints is run again, not copied."""
+    exps = tmp_path / "experiments"
+    spec = _two_arms()
+    spec["arms"]["b"]["init_from"] = {"arm": "a", "path": "sft/checkpoints", "flag": "init.checkpoint_dir"}
+    calls = []
+    monkeypatch.setattr(gs, "_call", fake_job(calls))
+    assert ge.main([_spec(tmp_path, spec, "ab.py"), f"--workdir={exps / 'ab'}", f"--results_dir={tmp_path / 'r'}"]) == 0
+    assert sorted(calls) == ["a/seed=0", "a/seed=1", "b/seed=0", "b/seed=1"]
+    status_file = exps / "ab" / "b" / "seed=0" / "sweep_point.json"
+    status = json.loads(status_file.read_text())
+    assert "ab/a/seed=0/sft/checkpoints" in status["command"]
+    status["command"] = status["command"].replace("ab/a/seed=0/sft", "ab/other/seed=0/sft")
+    status_file.write_text(json.dumps(status))
+    calls.clear()
+    assert ge.main([_spec(tmp_path, {**spec, "name": "ac"}, "ac.py"), f"--workdir={exps / 'ac'}",
+                    f"--results_dir={tmp_path / 'r'}"]) == 0
+    assert calls == ["b/seed=0"]
+    assert "reused_from" not in ge.gs.point_status(str(exps / "ac" / "b" / "seed=0"))
+    assert ge.gs.point_status(str(exps / "ac" / "b" / "seed=1"))["reused_from"] == str(exps / "ab" / "b" / "seed=1")
