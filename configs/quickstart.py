@@ -117,7 +117,8 @@ def get_config():
     # MobileRL's reasoning SFT (docs/algorithms.md §13): thoughts kept where the action matches the expert, then
     # fine-tuned on. The base never writes thoughts, so round 0 takes PhoneSim's descriptions of the expert steps
     # ("tap Quiet Fire in Music") in place of the paper's instruct model; later rounds sample the policy's own.
-    # A thought makes responses ~6 tokens longer (up to ~40): raise model.max_new_tokens to 48 with it.
+    # A thought makes responses ~6 tokens longer (up to ~40): raise model.max_new_tokens to 48 with it. Off by
+    # default: from the quickstart's SFT it lowered online SR 0.705 -> 0.386 (experiments/results/reasoning_sft.md).
     c.reasoning = ml_collections.ConfigDict({
         "rounds": 2,
         "samples_per_step": 4,
