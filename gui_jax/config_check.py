@@ -29,7 +29,7 @@ from gui_jax.train.online.config import ENV, ONLINE, env_problem
 # The name lists the checks use, re-exported under the names this module always had (one definition each).
 from gui_jax.core.dialects import DIALECTS  # noqa: F401
 from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401
-from gui_jax.rl.names import (AGGREGATIONS, KL_KINDS, PATCH_STRATEGIES, TARGETS, TOKENIZERS,  # noqa: F401
+from gui_jax.rl.names import (AGGREGATIONS, KL_KINDS, PATCH_STRATEGIES, SEED_THOUGHTS, TARGETS, TOKENIZERS,  # noqa: F401
                               OBSERVATION_MODES as OBSERVATIONS)
 from gui_jax.train.config_blocks import DTYPES, PRESETS, SCHEDULES  # noqa: F401
 
@@ -162,7 +162,7 @@ REASONING = {
     "temperature": number("sampling temperature", 0.0),
     "seed": integer("sampling seed"),
     "seed_thoughts": choice("round 0's thoughts: '' = sampled from the policy; describe = PhoneSim's description "
-                            "of each expert action (for a model that writes none yet)", ("", "describe")),
+                            "of each expert action (for a model that writes none yet)", SEED_THOUGHTS),
     "init_checkpoint": checkpoint_rule("the reasoning_sft job's start: a stage's checkpoints folder (e.g. "
                                        "runs/quickstart/sft/checkpoints; the weights replace model.checkpoint's)"),
 }

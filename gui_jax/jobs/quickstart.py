@@ -174,25 +174,26 @@ def run(config, workdir: str) -> None:
         print(overlap_lines(saved), end="")
     timed("start" if init_ckpt else "train_sft", starting_point, agent, config, workdir, train_eps, pcfg, logger)
     stage_eval("sft", config.sft.num_steps)
-    compare_to, done_steps = {}, config.sft.num_steps
+    rl_start, done_steps = "sft", config.sft.num_steps   # the stage RL starts from, and the steps trained so far
     if config.get("reasoning_sft"):  # MobileRL: reasoning-free SFT → reasoning SFT → RL
         timed("train_reasoning_sft", reasoning_bootstrap, agent, train_eps, pcfg, config.reasoning,
               workdir=os.path.join(workdir, "reasoning"), logger=logger)
         done_steps += config.reasoning.rounds * config.reasoning.sft.num_steps
         stage_eval("reasoning_sft", done_steps)
-        compare_to = {"reasoning_sft": "sft", "offline_rl": "reasoning_sft", "semi_online_rl": "reasoning_sft"}
-    sft_params = agent.copy_params()
+        rl_start = "reasoning_sft"
+    # each RL stage against the weights it started from (the default pairs a stage with the one before it)
+    compare_to = {"offline_rl": rl_start, "semi_online_rl": rl_start}
+    rl_start_params = agent.copy_params()
     rl_eps = rl_episodes(config, workdir, train_eps) if semi_online or config.get("offline_rl_baseline") else []
     if config.get("offline_rl_baseline"):
         timed("train_offline_rl", train_offline_rl, agent, rl_eps, pcfg, config.rl,
-              workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=sft_params,
+              workdir=os.path.join(workdir, "offline_rl"), logger=logger, ref_params=rl_start_params,
               reward_scorer=reward_scorer)
         stage_eval("offline_rl", done_steps + config.rl.iterations)
-        agent.set_params(sft_params)  # semi-online RL starts from the same SFT weights
-        compare_to = {**{"offline_rl": "sft", "semi_online_rl": "sft"}, **compare_to}
+        agent.set_params(rl_start_params)  # semi-online RL starts from the same weights
     if semi_online:
         timed("train_semi_online_rl", train_semi_online, agent, rl_eps, pcfg, config.rl,
-              workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=sft_params)
+              workdir=os.path.join(workdir, "rl"), logger=logger, ref_params=rl_start_params)
         stage_eval("semi_online_rl", done_steps + config.rl.iterations)
     logger.plot()
     logger.close()

@@ -10,3 +10,4 @@ AGGREGATIONS = ("token_mean", "step_token_mean", "seq_mean_token_mean")  # rl/lo
 KL_KINDS = ("kl", "mse", "low_var_kl")                               # rl/losses.py
 TINY_TOKENIZERS = ("tiny", "tiny_phonesim", "tiny_phonesim_num")     # rl/agent.py TINY_VOCABULARIES
 TOKENIZERS = ("auto",) + TINY_TOKENIZERS + ("qwen25",)               # rl/agent.py load_tokenizer (or a path)
+SEED_THOUGHTS = ("", "describe")   # train/reasoning_sft.py: round 0 samples the policy | PhoneSim describes the steps

@@ -18,13 +18,11 @@ from typing import Sequence
 
 from gui_jax.core.types import Episode
 from gui_jax.envs.sim.describe import describe_steps
+from gui_jax.rl.names import SEED_THOUGHTS
 from gui_jax.rl.prompting import PromptConfig, build_messages
 from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.sft import expert_history, train_sft
-
-
-SEED_THOUGHTS = ("", "describe")  # round 0's thoughts: the policy's own samples | PhoneSim's descriptions
 
 
 class NoVerifiedThoughtsError(ValueError):
@@ -103,11 +101,10 @@ def reasoning_bootstrap(agent, episodes: Sequence[Episode], pcfg: PromptConfig, 
     for each round."""
     if cfg.get("seed_thoughts", "") not in SEED_THOUGHTS:
         raise ValueError(f"reasoning.seed_thoughts = {cfg.seed_thoughts!r}; known: {SEED_THOUGHTS}")
-    history = []
+    history, n_steps = [], sum(len(ep.actions) for ep in episodes)
     for r in range(cfg.rounds):
         round_dir = os.path.join(workdir, f"round_{r}")
         thoughts, source = _round_thoughts(agent, episodes, pcfg, cfg, r, round_dir)
-        n_steps = sum(len(ep.actions) for ep in episodes)
         stats = {"round": r, "source": source, "kept_steps": len(thoughts), "total_steps": n_steps,
                  "kept_fraction": len(thoughts) / max(n_steps, 1)}
         history.append(stats)
