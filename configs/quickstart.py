@@ -41,6 +41,7 @@ def get_config():
         # 1,426 = every train task of this split: RL on tasks SFT fitted found nothing (-0.005, p 0.86), on these
         # +0.014 (p 0.39; experiments/results/quickstart_from_base.md)
         "rl_train_episodes": 1426,
+        "rl_unseen_only": False,           # True: RL draws only the pool's 926 tasks SFT never saw
         # >1: each train instance again with other train seeds (same goal, another screen, its target
         # elsewhere), up to this many episodes per instance; 1 = one screen per goal
         "train_screens_per_instance": 1,

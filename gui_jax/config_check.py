@@ -139,6 +139,8 @@ DATA = {
     "num_train_episodes": integer("expert episodes for training", 1),
     "rl_train_episodes": integer("quickstart: train-split tasks RL draws from (0 = the SFT's episodes; more = "
                                  "those plus tasks SFT never saw)", 0),
+    "rl_unseen_only": boolean("quickstart: RL draws only the pool's tasks SFT never saw (needs rl_train_episodes "
+                              "above num_train_episodes)"),
     "train_screens_per_instance": integer("train episodes per instance, each with its own seed's screen", 1),
     "num_test_episodes": integer("held-out episodes (SOP) = online evaluation tasks", 1),
     "resolution": resolution("screenshot (width, height) in pixels"),
@@ -316,6 +318,11 @@ def _cross_checks(config) -> None:
         bad = env_problem(env)
         if bad:
             _fail(f"env.{bad[0]}", env.get(bad[0]), bad[1])
+    d = config.get("data")
+    if d is not None and d.get("rl_unseen_only") and d.get("rl_train_episodes", 0) <= d.get("num_train_episodes", 0):
+        # otherwise the run fails at the RL stage, after SFT
+        _fail("data.rl_unseen_only", True, f"RL would draw no task: set data.rl_train_episodes above "
+              f"data.num_train_episodes ({d.get('num_train_episodes')})")
     r = config.get("reasoning")
     if config.get("reasoning_sft") and r is not None:
         if r.get("init_checkpoint"):

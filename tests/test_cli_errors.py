@@ -107,6 +107,8 @@ CASES = [
     ("reasoning_stage_own_start", [Q, "--config.reasoning_sft=True", "--config.model.max_new_tokens=48",
                                    "--config.reasoning.init_checkpoint={tmp}/runs/qs/sft/checkpoints"],
      ["config.reasoning.init_checkpoint", "init.checkpoint_dir"]),
+    ("rl_unseen_only_empty_pool", [Q, "--config.data.rl_unseen_only=True", "--config.data.rl_train_episodes=0"],
+     ["config.data.rl_unseen_only", "rl_train_episodes above data.num_train_episodes (500)"]),
 ]
 
 

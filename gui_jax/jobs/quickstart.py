@@ -72,10 +72,15 @@ class StageProfiler:
 def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
     """The episodes semi-online RL draws its tasks from: the SFT's, or with data.rl_train_episodes = N above
     data.num_train_episodes the first N of the same train-split selection (the SFT's first: the selection is a
-    round-robin over templates, so a longer one extends a shorter), cached under <workdir>/rl_pool. An SFT
-    start that has fitted its own episodes leaves RL on them no failures to learn from."""
+    round-robin over templates, so a longer one extends a shorter), cached under <workdir>/rl_pool; with
+    data.rl_unseen_only the SFT's are left out. An SFT start that has fitted its own episodes leaves RL on them
+    few failures to learn from."""
     n = int(config.data.get("rl_train_episodes", 0))
+    unseen_only = bool(config.data.get("rl_unseen_only", False))
     if n <= len(sft_episodes):
+        if unseen_only:
+            raise ValueError(f"data.rl_unseen_only needs data.rl_train_episodes ({n}) above data.num_train_episodes "
+                             f"({len(sft_episodes)}): no task is left that SFT never saw")
         return sft_episodes
     pool = config.copy_and_resolve_references()
     pool.data.num_train_episodes = n
@@ -83,8 +88,12 @@ def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
     if [e.episode_id for e in episodes[:len(sft_episodes)]] != [e.episode_id for e in sft_episodes]:
         raise RuntimeError(f"the RL pool's first {len(sft_episodes)} episodes are not the SFT's: the task selection "
                            f"no longer extends a shorter one (jobs/common.py select_tasks)")
-    print(f"semi-online RL draws from {len(episodes)} train episodes ({len(episodes) - len(sft_episodes)} unseen "
-          f"by SFT)")
+    if unseen_only:
+        episodes = episodes[len(sft_episodes):]
+        print(f"semi-online RL draws from {len(episodes)} train episodes, none of them SFT's")
+    else:
+        print(f"semi-online RL draws from {len(episodes)} train episodes ({len(episodes) - len(sft_episodes)} "
+              f"unseen by SFT)")
     return episodes
 
 

@@ -79,6 +79,12 @@ def test_rl_pool_extends_the_sft_episodes_with_tasks_sft_never_saw(tmp_path):
     assert len({e.episode_id for e in pool}) == 30                          # 18 further, distinct tasks
     assert len(list((tmp_path / "rl_pool" / "episodes" / "train").iterdir())) >= 30   # cached beside the run
     assert [e.episode_id for e in rl_episodes(config, str(tmp_path), sft_eps)] == [e.episode_id for e in pool]
+    config.data.rl_unseen_only = True                                         # the 18 SFT never saw, in order
+    assert [e.episode_id for e in rl_episodes(config, str(tmp_path), sft_eps)] == [e.episode_id for e in pool[12:]]
+    config.data.rl_train_episodes = 12
+    with pytest.raises(ValueError, match=r"rl_unseen_only needs data.rl_train_episodes \(12\) above "
+                                         r"data.num_train_episodes \(12\)"):
+        rl_episodes(config, str(tmp_path), sft_eps)
 
 
 def test_text_prompts_keep_pixels_on_disk_and_load_the_same_episodes(tmp_path):
