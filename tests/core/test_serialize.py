@@ -101,3 +101,12 @@ def test_episode_length_validation():
         Episode(episode_id="x", goal="g", observations=[_obs(rng)] * 5, actions=[Action("wait", time=1)])
     with pytest.raises(ValueError, match="uint8"):
         Observation(screenshot=np.zeros((4, 4, 3), np.float32))
+
+
+def test_ui_element_to_dict_equals_dataclasses_asdict_and_round_trips():
+    """The shallow to_dict (writing episodes) holds exactly asdict's fields and values, bounds as a list."""
+    import dataclasses
+    for e in _obs(np.random.default_rng(0)).ui_elements:
+        d = e.to_dict()
+        assert d == {**dataclasses.asdict(e), "bounds": list(e.bounds)} and list(d) == list(dataclasses.asdict(e))
+        assert UIElement.from_dict(json.loads(json.dumps(d))) == e
