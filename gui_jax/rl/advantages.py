@@ -11,6 +11,7 @@ the papers leave it open. A group with a single member (or zero total weight) ge
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 import jax
@@ -128,10 +129,36 @@ def ui_s1_semi_online(rewards: jax.Array, traj_ids: jax.Array, step_index: jax.A
              (one value per trajectory: a long trajectory does not weigh more), broadcast to its steps.
       code:  the published implementation — each step's own reward r_t standardised over every step
              of every rollout of the task (per-step rewards pooled across the N rollouts).
-    Returns {'advantages': A^E + ω·A^S, 'returns': R_t, 'step_adv': A^S, 'episode_adv': A^E}, each [T_total].
+    Returns {'advantages': A^E + ω·A^S, 'returns': R_t, 'step_adv': A^S, 'episode_adv': A^E}, each [T_total]
+    (numpy arrays when called outside a jit).
     """
     if episode_level not in EPISODE_LEVELS:
         raise ValueError(f"unknown episode_level {episode_level!r}; known: {EPISODE_LEVELS}")
+    # Each rollout batch has its own step count: called eagerly, every new count traced and compiled every op
+    # again (~1-5 s a call on 2 cores). Padded on the host to a power-of-two bucket with steps of their own
+    # trajectory and task (they change no real step's value) and jitted, it compiles once per bucket.
+    args = (rewards, traj_ids, step_index, group_ids, mismatch)
+    xp = jnp if any(isinstance(a, jax.core.Tracer) for a in args) else np   # inside a caller's jit: traced
+    r = xp.asarray(rewards).astype(xp.float32)
+    n = r.shape[0]
+    pad = max(64, 1 << max(n - 1, 0).bit_length()) - n
+    mm = xp.zeros((n,), bool) if mismatch is None else xp.asarray(mismatch).astype(bool)
+
+    def fresh_ids(ids):
+        ids = xp.asarray(ids).astype(xp.int32)
+        start = ids.max() + 1 if n else 0
+        return xp.concatenate([ids, start + xp.arange(pad, dtype=xp.int32)])
+    out = _ui_s1_semi_online_padded(xp.pad(r, (0, pad)), fresh_ids(traj_ids),
+                                    xp.pad(xp.asarray(step_index).astype(xp.int32), (0, pad)),
+                                    fresh_ids(group_ids), xp.pad(mm, (0, pad)), gamma=gamma, omega=omega,
+                                    cut_at_mismatch=cut_at_mismatch, episode_level=episode_level, ddof=ddof, eps=eps)
+    # eagerly, numpy arrays (a device slice per new count would compile again)
+    return {name: (v[:n] if xp is jnp else np.asarray(v)[:n]) for name, v in out.items()}
+
+
+@functools.partial(jax.jit, static_argnames=("gamma", "omega", "cut_at_mismatch", "episode_level", "ddof", "eps"))
+def _ui_s1_semi_online_padded(rewards, traj_ids, step_index, group_ids, mismatch, *, gamma, omega,
+                              cut_at_mismatch, episode_level, ddof, eps):
     r = rewards.astype(jnp.float32)
     n = r.shape[0]
     ret = discounted_returns(r, traj_ids, step_index, mismatch, gamma=gamma, cut_at_mismatch=cut_at_mismatch)

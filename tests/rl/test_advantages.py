@@ -233,3 +233,30 @@ def test_ui_s1_dense_matches_flat_and_index_ids():
     # cut at mismatch in task 1 rollout 0: R = [0.5, 0.2, 1.0]
     np.testing.assert_allclose(np.asarray(dense["returns"][1, 0]), [0.5, 0.2, 1.0], atol=1e-6)
     np.testing.assert_array_equal(A.index_ids(["b", ("a", 1), "b", "c"]), [0, 1, 0, 2])
+
+
+def test_ui_s1_semi_online_bucketed_equals_unpadded_and_compiles_once_per_bucket():
+    """Padding to a power-of-two bucket (steps of their own trajectory and task) changes no real step's value:
+    equal to the same math on the unpadded arrays, for step counts across buckets; counts within one bucket
+    reuse one compiled program."""
+    rng = np.random.default_rng(3)
+    reference = A._ui_s1_semi_online_padded.__wrapped__
+    for n_traj in (3, 21, 40, 41, 70):
+        lens = rng.integers(1, 5, n_traj)
+        traj = np.repeat(rng.permutation(1000)[:n_traj], lens).astype(np.int32)
+        step = np.concatenate([np.arange(k) for k in lens]).astype(np.int32)
+        task = (np.repeat(np.arange(n_traj), lens) // 4 + 7).astype(np.int32)
+        rew = rng.random(len(traj)).astype(np.float32)
+        mm = rng.random(len(traj)) < 0.2
+        for level in ("paper", "code"):
+            got = A.ui_s1_semi_online(rew, traj, step, task, mm, gamma=0.5, omega=0.7, episode_level=level)
+            want = reference(jnp.asarray(rew), jnp.asarray(traj), jnp.asarray(step), jnp.asarray(task),
+                             jnp.asarray(mm), gamma=0.5, omega=0.7, cut_at_mismatch=True, episode_level=level,
+                             ddof=1, eps=A.EPS)
+            for k in want:
+                assert got[k].shape == (len(traj),)
+                np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-6, atol=1e-6)
+    before = A._ui_s1_semi_online_padded._cache_size()
+    for n in (65, 90, 128):                       # one bucket (128): one program
+        A.ui_s1_semi_online(np.ones(n, np.float32), np.arange(n) // 2, np.arange(n) % 2, np.arange(n) // 8)
+    assert A._ui_s1_semi_online_padded._cache_size() == before + 1
