@@ -2,7 +2,7 @@
 the bucketed, jitted `rl.advantages.ui_s1_semi_online` against the same math called eagerly on the unpadded
 arrays (the earlier path: every op traced and compiled again for each new count).
 
-    python -m benchmarks.advantage_shapes [--json out.json] [--batches 30] [--repeats 3]
+    python -m benchmarks.advantage_shapes [--json out.json] [--batches 20] [--repeats 3]
 
 Each batch has 90-100 trajectories of 2-4 steps in groups of 4 (the quickstart's 8 tasks x 4 rollouts, three
 tries), so counts fall in two or three power-of-two buckets. Both paths first run --batches batches untimed (as a
