@@ -2,7 +2,8 @@
 running a several-minute test alone (CI's wall time is bounded by that tail)."""
 
 # file names of the tests that take minutes on 2 cores (measured with --durations), longest first
-LONGEST_FIRST = ("test_learns_lookup.py", "test_pretrain_job.py", "test_resume_cli.py", "test_notebooks.py")
+LONGEST_FIRST = ("test_learns_lookup.py", "test_quickstart_determinism.py", "test_pretrain_job.py",
+                 "test_resume_cli.py", "test_notebooks.py")
 
 
 def pytest_collection_modifyitems(config, items):
