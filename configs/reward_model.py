@@ -38,6 +38,9 @@ def get_config():
             # verdict: one label token after a judge prompt (UI-Genie); policy_likelihood: the model as a
             # policy, P(candidate | the agent's own prompt), trained by (un)likelihood (gui_jax/rewards/likelihood.py)
             "scorer": "verdict",
+            # policy_likelihood: the lowest of the record's score and each earlier step's (a wrong step marks
+            # every later one and its trajectory)
+            "history_min": False,
         },
         # expert / rule / sibling / truncation / substitution / continuation records; off by default: hard
         # negatives mined with an earlier RM (hard_negative_checkpoint) and potential labels of failed

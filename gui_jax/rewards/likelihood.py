@@ -92,18 +92,43 @@ def _sequence_logprobs_jit(graphdef, params, rest, batch) -> jax.Array:
     return sequence_logprobs(nnx.merge(graphdef, params, rest), batch)
 
 
-class LikelihoodScorer:
-    """P(candidate | the agent's prompt) per record under `agent`'s params; `score(records)` -> float64 [N]."""
+def history_prefixes(record: RewardRecord, episodes: Mapping[str, Episode]) -> list[RewardRecord]:
+    """The step records of a record's earlier steps, each judged after the steps before it ([] for a first step)."""
+    history = record_parts(record, episodes)[0]
+    return [RewardRecord("step", record.goal, tuple(history[:j + 1]), True, "expert") for j in range(len(history))]
 
-    def __init__(self, agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, *, batch_size: int = 16):
+
+def _prefix_key(record: RewardRecord) -> tuple:
+    return record.goal, tuple((r.episode_id, r.step, None if r.action is None else repr(r.action)) for r in record.steps)
+
+
+class LikelihoodScorer:
+    """P(candidate | the agent's prompt) per record under `agent`'s params; `score(records)` -> float64 [N].
+    history_min: a record's score is the lowest of that and P(step | its history) of each earlier step."""
+
+    def __init__(self, agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, *, batch_size: int = 16,
+                 history_min: bool = False):
         self.agent, self.episodes, self.pcfg, self.batch_size = agent, episodes, pcfg, int(batch_size)
+        self.history_min = bool(history_min)
 
     def samples(self, records: Sequence[RewardRecord]) -> list[TrainSample]:
         return [likelihood_sample(self.agent, r, self.episodes, self.pcfg) for r in records]
 
     def log_scores(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
-        """log P(candidate | prompt) per record, float64 [N]."""
-        return self.log_scores_of_samples(self.samples(list(records)), batch_size)
+        """log P(candidate | prompt) per record, float64 [N]; with history_min the minimum over the record and its
+        history_prefixes (each distinct prefix scored once)."""
+        records = list(records)
+        if not self.history_min:
+            return self.log_scores_of_samples(self.samples(records), batch_size)
+        unique: dict[tuple, RewardRecord] = {}
+        for r in records:
+            for q in history_prefixes(r, self.episodes):
+                unique.setdefault(_prefix_key(q), q)
+        own = self.log_scores_of_samples(self.samples(records), batch_size)
+        keys = list(unique)
+        prefix = dict(zip(keys, self.log_scores_of_samples(self.samples([unique[k] for k in keys]), batch_size)))
+        return np.array([min([s] + [prefix[_prefix_key(q)] for q in history_prefixes(r, self.episodes)])
+                         for r, s in zip(records, own)], np.float64)
 
     def log_scores_of_samples(self, samples: Sequence[TrainSample], batch_size: Optional[int] = None) -> np.ndarray:
         """log P(response | prompt) per encoded sample, float64 [N] (batches sorted by prompt length)."""
@@ -132,5 +157,5 @@ class LikelihoodScorer:
 def make_scorer(agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, rcfg: RewardModelConfig):
     """The record scorer `rcfg.scorer` names: RewardScorer (verdict) or LikelihoodScorer; both `.score(records)`."""
     if rcfg.scorer == "policy_likelihood":
-        return LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size)
+        return LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size, history_min=rcfg.history_min)
     return RewardScorer(agent, episodes, pcfg, rcfg)

@@ -64,10 +64,16 @@ class RewardModelConfig:
     # as a policy, P(candidate | the agent's own prompt) (gui_jax/rewards/likelihood.py), trained by likelihood
     # on positives and unlikelihood on negatives
     scorer: str = "verdict"
+    # policy_likelihood only: a record scores the lowest of its own P(candidate) and P(step | its history) of
+    # every earlier step, so a step after a wrong one (or a trajectory holding one) scores as low as that step
+    history_min: bool = False
 
     def __post_init__(self):
         if self.scorer not in SCORERS:
             raise ValueError(f"unknown reward-model scorer {self.scorer!r}; known: {', '.join(SCORERS)}")
+        if self.history_min and self.scorer != "policy_likelihood":
+            raise ValueError("history_min scores earlier steps by the policy's likelihood: it needs "
+                             "scorer='policy_likelihood'")
         if self.history_images < 0:
             raise ValueError(f"history_images must be >= 0, got {self.history_images}")
         if self.label_pos == self.label_neg:

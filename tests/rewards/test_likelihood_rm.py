@@ -10,7 +10,8 @@ import pytest
 from gui_jax import config_check
 from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.likelihood import LikelihoodScorer, likelihood_bce, log1mexp, record_prompt_response
+from gui_jax.rewards.likelihood import (LikelihoodScorer, history_prefixes, likelihood_bce, log1mexp,
+                                       record_prompt_response)
 from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.batch import TrainSample, build_batch
 from gui_jax.rl.prompting import build_messages, expert_response
@@ -188,3 +189,45 @@ def test_online_rl_scores_rollout_steps_by_the_likelihood_rms_probability(agent,
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=1e-30)
     with pytest.raises(ValueError, match="online.critic_init = 'rm'.*'policy_likelihood'"):
         critic_params_from_rm(agent, rm)
+
+
+def test_history_min_takes_the_lowest_step_score_and_scores_each_prefix_once(data):
+    """A step record scores min(own, every earlier step's score); an outcome record the same over its trajectory;
+    a first step only its own. Log scores come from a table keyed by the prefix (the model is not involved)."""
+    eps, lookup, _ = data
+    ep = eps[0]
+    goal = ep.goal
+    refs = [de.StepRef(ep.episode_id, t) for t in range(4)]
+    wrong = de.StepRef(ep.episode_id, 1, Action("click", x=300, y=900))
+    table = {("step", refs[0]): -0.1, ("step", refs[0], refs[1]): -0.2, ("step", refs[0], wrong): -6.0,
+             ("step", refs[0], refs[1], refs[2]): -0.3, ("step", refs[0], wrong, refs[2]): -0.05,
+             ("step", refs[0], wrong, refs[2], refs[3]): -0.4,
+             ("outcome", refs[0], wrong, refs[2], refs[3]): -0.01}   # the outcome's own: P(terminate) after it
+    calls = []
+
+    class TableScorer(LikelihoodScorer):
+        def samples(self, records):
+            return list(records)
+
+        def log_scores_of_samples(self, samples, batch_size=None):
+            calls.append(len(samples))
+            return np.array([table[(r.kind, *r.steps)] for r in samples], np.float64)
+
+    first = de.RewardRecord("step", goal, (refs[0],), True, "expert")
+    after_good = de.RewardRecord("step", goal, (refs[0], refs[1], refs[2]), True, "expert")
+    after_wrong = de.RewardRecord("step", goal, (refs[0], wrong, refs[2]), False, "substitution")
+    outcome_wrong = de.RewardRecord("outcome", goal, (refs[0], wrong, refs[2], refs[3]), False, "substitution")
+    records = [first, after_good, after_wrong, outcome_wrong]
+    plain = TableScorer(None, lookup, UI).log_scores(records[:3])
+    assert plain.tolist() == [-0.1, -0.3, -0.05]
+    calls.clear()
+    got = TableScorer(None, lookup, UI, history_min=True).log_scores(records)
+    assert got.tolist() == [-0.1, -0.3, -6.0, -6.0]
+    # own scores in one pass, then the 5 distinct earlier steps (r0; r0 r1; r0 wrong; r0 wrong r2; r0 wrong r2 r3)
+    assert calls == [4, 5]
+    assert [len(p.steps) for p in history_prefixes(outcome_wrong, lookup)] == [1, 2, 3, 4]
+
+
+def test_history_min_needs_the_likelihood_scorer():
+    with pytest.raises(ValueError, match="history_min"):
+        RewardModelConfig(scorer="verdict", history_min=True)
