@@ -171,6 +171,9 @@ def rm_step_scorer(rm_agent, pcfg: PromptConfig, rcfg) -> Callable:
     step record over a temporary episode holding the partial trajectory (docs/algorithms.md §9); `rcfg.scorer`
     picks the verdict RM or a policy's own likelihood."""
     from gui_jax.rewards.likelihood import make_scorer
+    if getattr(rcfg, "history_min", False):
+        raise ValueError("rm.model.history_min is for judging records: the verifier ranks candidates after one "
+                         "shared history, whose floor would only tie them; set it to False here")
     scorer = make_scorer(rm_agent, {}, pcfg, rcfg)
 
     def score_many(goal, history, obs, actions):

@@ -231,3 +231,13 @@ def test_history_min_takes_the_lowest_step_score_and_scores_each_prefix_once(dat
 def test_history_min_needs_the_likelihood_scorer():
     with pytest.raises(ValueError, match="history_min"):
         RewardModelConfig(scorer="verdict", history_min=True)
+
+
+def test_history_min_is_refused_where_it_would_not_apply():
+    from gui_jax.jobs.verifier_eval import rm_step_scorer
+    from gui_jax.train.online.rewards import RMTrajectoryScorer
+    rcfg = RewardModelConfig(scorer="policy_likelihood", history_min=True)
+    with pytest.raises(ValueError, match="verifier ranks candidates"):
+        rm_step_scorer(None, UI, rcfg)
+    with pytest.raises(ValueError, match="not applied to rollout rewards"):
+        RMTrajectoryScorer(None, UI, rcfg)

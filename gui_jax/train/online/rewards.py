@@ -67,6 +67,9 @@ class RMTrajectoryScorer:
 
     def __init__(self, rm_agent, pcfg, rcfg):
         from gui_jax.rewards.likelihood import make_scorer
+        if getattr(rcfg, "history_min", False):
+            raise ValueError("rm.model.history_min is not applied to rollout rewards (each step is scored alone): "
+                             "set it to False for online RL")
         self.agent, self.pcfg, self.rcfg = rm_agent, pcfg, rcfg
         self.scorer = make_scorer(rm_agent, {}, pcfg, rcfg)
         self.label_ids = (self.scorer.pos_id, self.scorer.neg_id) if rcfg.scorer == "verdict" else None
