@@ -202,7 +202,8 @@ RM_MODEL = {
                      "policy, P(candidate | the agent's prompt) (gui_jax/rewards/likelihood.py)",
                      ("verdict", "policy_likelihood")),
     "history_min": boolean("policy_likelihood: a record scores the lowest of its own P(candidate) and every earlier "
-                           "step's P(step | its history): a step after a wrong one scores as low as that step"),
+                           "step's P(step | its history): a step after a wrong one scores as low as that step (scoring only; the "
+                           "training loss stays per record)"),
 }
 # The declared blocks by config path: field order, defaults, checks and docs from one declaration each.
 DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS["sft"], "online": ONLINE, "env": ENV}

@@ -65,7 +65,8 @@ class RewardModelConfig:
     # on positives and unlikelihood on negatives
     scorer: str = "verdict"
     # policy_likelihood only: a record scores the lowest of its own P(candidate) and P(step | its history) of
-    # every earlier step, so a step after a wrong one (or a trajectory holding one) scores as low as that step
+    # every earlier step, so a step after a wrong one (or a trajectory holding one) scores as low as that step;
+    # scoring only (evaluation, hard-negative mining): the training loss stays per record
     history_min: bool = False
 
     def __post_init__(self):
