@@ -98,10 +98,6 @@ def history_prefixes(record: RewardRecord, episodes: Mapping[str, Episode]) -> l
     return [RewardRecord("step", record.goal, tuple(history[:j + 1]), True, "expert") for j in range(len(history))]
 
 
-def _prefix_key(record: RewardRecord) -> tuple:
-    return record.goal, tuple((r.episode_id, r.step, None if r.action is None else repr(r.action)) for r in record.steps)
-
-
 class LikelihoodScorer:
     """P(candidate | the agent's prompt) per record under `agent`'s params; `score(records)` -> float64 [N].
     history_min: a record's score is the lowest of that and P(step | its history) of each earlier step."""
@@ -120,15 +116,11 @@ class LikelihoodScorer:
         records = list(records)
         if not self.history_min:
             return self.log_scores_of_samples(self.samples(records), batch_size)
-        unique: dict[tuple, RewardRecord] = {}
-        for r in records:
-            for q in history_prefixes(r, self.episodes):
-                unique.setdefault(_prefix_key(q), q)
+        prefixes = [history_prefixes(r, self.episodes) for r in records]
+        unique = list(dict.fromkeys(q for qs in prefixes for q in qs))    # records hash by (goal, steps, ...)
         own = self.log_scores_of_samples(self.samples(records), batch_size)
-        keys = list(unique)
-        prefix = dict(zip(keys, self.log_scores_of_samples(self.samples([unique[k] for k in keys]), batch_size)))
-        return np.array([min([s] + [prefix[_prefix_key(q)] for q in history_prefixes(r, self.episodes)])
-                         for r, s in zip(records, own)], np.float64)
+        prefix = dict(zip(unique, self.log_scores_of_samples(self.samples(unique), batch_size)))
+        return np.array([min([s] + [prefix[q] for q in qs]) for qs, s in zip(prefixes, own)], np.float64)
 
     def log_scores_of_samples(self, samples: Sequence[TrainSample], batch_size: Optional[int] = None) -> np.ndarray:
         """log P(response | prompt) per encoded sample, float64 [N] (batches sorted by prompt length)."""
