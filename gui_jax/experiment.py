@@ -20,7 +20,8 @@ A spec file defines `get_spec()` returning a dict:
     seeds        [ints]: every arm runs once per seed, the seed written to each of `seed_fields`
     seed_fields  [flags] (default ["seed"]); an arm's own `seed_fields` replaces it for that arm
     report       (per arm, default True) False for an arm whose job makes an input of other arms (an export,
-                 a reward model): it runs like any arm but is not scored or compared
+                 a reward model): it runs like any arm but is not scored or compared; arms reading its stages
+                 (results_of) are (e.g. each n of one verifier run: experiments/verifier_n.py)
     evaluation   {"metric": the results.json field of per-task successes (default "online_success": a 0/1
                   list with `online_task_ids`, or {task id: 0/1} as online_rl writes it; not a rate),
                   "stage": the stage read (default: the last stage holding the metric; a results.json or the
@@ -252,8 +253,9 @@ def collect_outcomes(exp: Experiment, workdir: str, stored: dict) -> dict:
     """{point key: {"settings", "time", "stages": {stage: {task: 0/1}}, "where"}} for every scored point: from
     its finished workdir, else from the stored outcome record when the stored settings equal the spec's."""
     out = {}
+    read = {a.results_of for a in exp.arms.values() if a.results_of}  # a stage of them is scored
     for p in plan(exp):
-        if not exp.arms[p.arm].report:
+        if not exp.arms[p.arm].report and p.arm not in read:
             continue
         d = point_dir(workdir, p)
         found = workdir_stages(exp, d)
@@ -333,7 +335,7 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
     """The report over `points` (collect_outcomes): per-arm rates, per-seed rates and times, comparisons."""
     arms, pooled = {}, {}
     for arm in exp.arms.values():
-        per = arm_outcomes(exp, arm, points, record)
+        per = arm_outcomes(exp, arm, points, record) if arm.report else {}
         pooled[arm.name] = {(s, t): v for s, (_, o, _) in per.items() for t, v in o.items()}
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
                           "results_of": arm.results_of, "report": arm.report,
@@ -341,8 +343,9 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
                           "seeds_done": sorted(per), "seeds_from_record": sorted(s for s, v in per.items() if v[2]),
                           "pooled": _rate(list(pooled[arm.name].values())),
                           "per_seed": {str(s): _rate(list(o.values())) for s, (_, o, _) in per.items()},
-                          "time_per_seed": {} if arm.results_of else
-                          {str(s): points[Point(arm.name, s).key]["time"] for s in per}}
+                          "time_per_seed": {} if arm.results_of else  # also of an unscored arm whose stages are
+                          {str(s): points[Point(arm.name, s).key]["time"] for s in exp.seeds  # scored
+                           if Point(arm.name, s).key in points}}
     comps = []
     for a, b in exp.comparisons:
         row = {"a": a, "b": b, "test": exp.test, **_paired(pooled[a], pooled[b], exp.test), "per_seed": {}}

@@ -243,7 +243,7 @@ def parse_spec(spec) -> Experiment:
         for a in pair:
             if a not in arms:
                 raise ExperimentError(f"spec.comparisons[{i}]: unknown arm {a!r} (arms: {', '.join(raw)})")
-        quiet = [a for a in pair if not arms[arms[a].runs].report]
+        quiet = [a for a in pair if not arms[a].results_of and not arms[a].report]  # a stage read is scored
         if quiet:
             raise ExperimentError(f"spec.comparisons[{i}]: arm {quiet[0]!r} is not reported (its runs have "
                                   "report: False: they make an input of other arms)")

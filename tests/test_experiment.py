@@ -262,6 +262,28 @@ def test_an_arm_starting_from_two_arms_sets_both_flags_and_waits_for_both(tmp_pa
     assert "| rm | " in ge.markdown(report) and "(an input of other arms, not scored)" in ge.markdown(report)
     with pytest.raises(ge.ExperimentError, match=r"spec.comparisons\[0\]: arm 'rm' is not reported"):
         ge.parse_spec({**quiet, "comparisons": [["rm", "ppo"]]})
+    # an unscored job whose stages are scored by arms reading them (each n of one verifier run)
+    staged = {"name": "s", "seeds": [3], "arms": {"ver": {"recipe": GRPO, "report": False},
+                                                  "n1": {"results_of": "ver", "stage": "n=1"},
+                                                  "n2": {"results_of": "ver", "stage": "n=2"}},
+              "comparisons": [["n1", "n2"]]}
+    d = tmp_path / "s" / "ver" / "seed=3"
+    d.mkdir(parents=True)
+    (d / "sweep_point.json").write_text('{"status": "done"}')
+    ids = ["t1", "t2", "t3"]
+    (d / "results.json").write_text(json.dumps({"stages": {
+        "n=1": {"online_success": [0, 0, 1], "online_task_ids": ids},
+        "n=2": {"online_success": [1, 1, 1], "online_task_ids": ids}}}))
+    sexp, sdir = ge.parse_spec(staged), str(tmp_path / "s")
+    points = ge.collect_outcomes(sexp, sdir, {})
+    assert points["ver/seed=3"]["stages"]["n=2"] == {"t1": 1, "t2": 1, "t3": 1}
+    sreport = ge.build_report(sexp, sdir, points)
+    assert sreport["arms"]["ver"]["pooled"]["n"] == 0 and "3" in sreport["arms"]["ver"]["time_per_seed"]
+    assert (sreport["arms"]["n1"]["pooled"]["successes"], sreport["arms"]["n2"]["pooled"]["successes"]) == (1, 3)
+    c = sreport["comparisons"][0]
+    assert (c["pairs"], c["gained"], c["lost"], c["p"]) == (3, 2, 0, 0.5)
+    with pytest.raises(ge.ExperimentError, match=r"spec.comparisons\[0\]: arm 'ver' is not reported"):
+        ge.parse_spec({**staged, "comparisons": [["ver", "n2"]]})
     with pytest.raises(ge.ExperimentError, match=r"spec.arms.rm.report: must be True or False"):
         ge.parse_spec({**quiet, "arms": {**quiet["arms"], "rm": {"recipe": GRPO, "report": "no"}}})
     twice = {"name": "t", "seeds": [0], "arms": {"a": {"recipe": GRPO}, "b": {"recipe": GRPO, "init_from": [

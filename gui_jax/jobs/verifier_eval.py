@@ -12,8 +12,8 @@ At every step the policy samples n candidate actions at `verifier.temperature` a
 score P(+) picks one (first on ties); the env's own success check ends the episode. Every n runs on the same
 tasks with the same per-task seed, so each n is paired with n = 1 on the same tasks (exact McNemar).
 With `verifier.greedy_baseline` the plain greedy policy (no verifier) runs on the same tasks too.
-Outputs: results.json (per n: successes, SR, Wilson 95 % interval, per-task outcomes, p vs n = 1; "greedy")
-and results.md. Deterministic for one config and seed ("profile" holds the wall time).
+Outputs: results.json (per n: successes, SR, Wilson 95 % interval, per-task outcomes, p vs n = 1; "greedy";
+"stages": each n as a stage for experiments/verifier_n.py) and results.md. Deterministic for one config and seed ("profile" holds the wall time).
 
 The pieces here are shared with the self_improve job: `policy_proposer` (the policy as a proposer of
 candidate actions), `rm_step_scorer` (the RM as a batched step scorer of live partial trajectories),
@@ -283,9 +283,19 @@ def format_results(summary: dict, reference: int = 1) -> str:
     return "\n".join(lines)
 
 
+def experiment_stages(summary: dict) -> dict:
+    """{"n=<n>": {"online_success", "online_task_ids"}, "greedy": ...}: each n (and the greedy baseline) as a stage
+    the experiment runner reads (gui_jax/experiment.py: an arm {"results_of": <verifier arm>, "stage": "n=8"})."""
+    ids = list(summary["task_ids"])
+    rows = {f"n={key}": r for key, r in summary["by_n"].items()}
+    if summary.get("greedy") is not None:
+        rows["greedy"] = summary["greedy"]
+    return {name: {"online_success": list(r["success"]), "online_task_ids": ids} for name, r in rows.items()}
+
+
 def write_results(summary: dict, workdir: str, extra: Optional[dict] = None, title: str = "",
                   where: str = "PhoneSim") -> dict:
-    out = {**summary, **(extra or {})}
+    out = {**summary, "stages": experiment_stages(summary), **(extra or {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     table = format_results(summary)

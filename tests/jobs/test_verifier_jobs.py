@@ -77,6 +77,10 @@ def test_oracle_ranked_first_solves_every_task_once_n_includes_it(tmp_path):
     assert saved == json.loads(json.dumps(out))
     by_n = saved["by_n"]
     assert saved["task_ids"] == [t.task_id for t in TASKS]
+    # each n as a stage the experiment runner pairs by task (experiments/verifier_n.py)
+    assert set(saved["stages"]) == {"n=1", "n=2", "n=4", "n=8"}
+    assert saved["stages"]["n=4"] == {"online_success": [1, 1, 1], "online_task_ids": saved["task_ids"]}
+    assert saved["stages"]["n=1"]["online_success"] == plain
     assert by_n["1"]["success"] == plain == by_n["2"]["success"]     # no oracle among 1 or 2 proposals
     assert by_n["4"]["success"] == by_n["8"]["success"] == [1, 1, 1]
     for n, k in ((1, 1), (2, 1), (4, 3), (8, 3)):
