@@ -12,9 +12,10 @@ held-out online SR against n, each seed its own SFT, reward model and sampling.
                 candidates at temperature 1 and the reward model keeps the one it scores highest, for n = 1, 2, 4,
                 8 on the same tasks and per-task sampling seeds (verifier.seed = the experiment seed), and the
                 greedy policy without a verifier beside them.
-`n1` … `n8` and `greedy` read the verifier run's stages. The claim (issue: n = 1, 2, 4, 8 non-decreasing, n = 8
+  verifier_self the same with the SFT's own likelihood (untrained) as the scorer.
+`n1` … `n8` and `greedy` read the verifier run's stages, `self_n1` … `self_n8` verifier_self's. The claim (issue: n = 1, 2, 4, 8 non-decreasing, n = 8
 above n = 1) is read off the adjacent comparisons and n1 -> n8. ~60 min a seed on one core: the reward model
-~31 min, the verifier ~25 min (+ a 12-min SFT where no finished one is reused).
+~31 min, each verifier run ~10-25 min (+ a 12-min SFT where no finished one is reused).
 Report: experiments/results/verifier_n.{md,json,png}.
 """
 import os
@@ -47,11 +48,18 @@ def get_spec():
         **{f"n{n}": {"results_of": "verifier", "stage": f"n={n}"} for n in NS},
         "greedy": {"results_of": "verifier", "stage": "greedy"},
     }
+    # the same selection by the SFT's own likelihood (the policy as its own implicit PRM, untrained): what the
+    # reward model's training adds, and where best-of-n tends as n grows (the scorer's most likely action)
+    self_scored = [init if init["flag"] != "verifier.rm_checkpoint_dir" else {**from_sft, "flag": init["flag"]}
+                   for init in arms["verifier"]["init_from"]]
+    arms["verifier_self"] = {**arms["verifier"], "init_from": self_scored}
+    arms.update({f"self_n{n}": {"results_of": "verifier_self", "stage": f"n={n}"} for n in NS})
     return {
         "name": "verifier_n",
         "description": "Does best-of-n selection by the reward model raise held-out online SR with n (n = 1, 2, 4, 8)?",
         "arms": arms,
         "seeds": [1, 2, 0],
         "evaluation": {"metric": "online_success"},
-        "comparisons": [[f"n{a}", f"n{b}"] for a, b in zip(NS, NS[1:])] + [["n1", "n8"], ["n8", "greedy"]],
+        "comparisons": [[f"{v}{a}", f"{v}{b}"] for v in ("n", "self_n") for a, b in zip(NS, NS[1:])]
+                       + [["n1", "n8"], ["n8", "greedy"], ["self_n1", "self_n8"], ["self_n8", "n8"]],
     }
