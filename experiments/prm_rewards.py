@@ -41,18 +41,26 @@ REWARDS = {
 }
 
 
+def reward_model_arms(sft_source: dict) -> dict:
+    """`export_sft` and `reward_model` (the SFT's likelihood trained as the RM) from an SFT's checkpoints
+    (`sft_source`: {arm, path[, ready]} of init_from), as this spec and verifier_n.py train them."""
+    return {
+        "export_sft": {"recipe": "configs/export.py", "init_from": {**sft_source, "flag": "export.checkpoint_dir"},
+                       "report": False},
+        "reward_model": {"recipe": "configs/reward_model.py",
+                         "overrides": {**LIKELIHOOD_RM, "rm.train.learning_rate": 3e-4, "rm.train.num_steps": 600},
+                         "init_from": {"arm": "export_sft", "path": "hf", "flag": "model.checkpoint"},
+                         "report": False},
+    }
+
+
 def get_spec():
     online_vs_sft = load_python_file(ONLINE_VS_SFT)
     shared = online_vs_sft.get_spec()["arms"]
     from_sft = {"arm": "semi_online_rl", "path": "sft/checkpoints", "flag": "init.checkpoint_dir", "ready": "sft"}
     arms = {
         "semi_online_rl": online_vs_sft.QUICKSTART_RUN,
-        "export_sft": {"recipe": "configs/export.py", "init_from": {**from_sft, "flag": "export.checkpoint_dir"},
-                       "report": False},
-        "reward_model": {"recipe": "configs/reward_model.py",
-                         "overrides": {**LIKELIHOOD_RM, "rm.train.learning_rate": 3e-4, "rm.train.num_steps": 600},
-                         "init_from": {"arm": "export_sft", "path": "hf", "flag": "model.checkpoint"},
-                         "report": False},
+        **reward_model_arms(from_sft),
         "start": {"results_of": "orm_ppo", "stage": "start"},
         "sft": {"results_of": "semi_online_rl", "stage": "sft"},
         "offline_oracle": {"results_of": "semi_online_rl", "stage": "offline_rl"},

@@ -22,24 +22,20 @@ import os
 
 from gui_jax.core.recipe_files import load_python_file
 
-ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
-LIKELIHOOD_RM = {"rm.model.scorer": "policy_likelihood"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+ONLINE_VS_SFT, PRM_REWARDS = os.path.join(HERE, "online_vs_sft.py"), os.path.join(HERE, "prm_rewards.py")
 NS = (1, 2, 4, 8)
 
 
 def get_spec():
     sft = load_python_file(ONLINE_VS_SFT).get_spec()["arms"]["sft"]
+    prm_rewards = load_python_file(PRM_REWARDS)
     from_sft = {"arm": "sft", "path": "sft/checkpoints"}
     arms = {
         "sft": sft,
-        "export_sft": {"recipe": "configs/export.py", "init_from": {**from_sft, "flag": "export.checkpoint_dir"},
-                       "report": False},
-        "reward_model": {"recipe": "configs/reward_model.py",
-                         "overrides": {**LIKELIHOOD_RM, "rm.train.learning_rate": 3e-4, "rm.train.num_steps": 600},
-                         "init_from": {"arm": "export_sft", "path": "hf", "flag": "model.checkpoint"},
-                         "report": False},
+        **prm_rewards.reward_model_arms(from_sft),
         "verifier": {"recipe": "configs/verifier_eval.py",
-                     "overrides": {**LIKELIHOOD_RM, "data.num_test_episodes": 440, "verifier.ns": NS},
+                     "overrides": {**prm_rewards.LIKELIHOOD_RM, "data.num_test_episodes": 440, "verifier.ns": NS},
                      "init_from": [{**from_sft, "flag": "verifier.policy_checkpoint_dir"},
                                    {"arm": "reward_model", "path": "rm/checkpoints",
                                     "flag": "verifier.rm_checkpoint_dir"},
