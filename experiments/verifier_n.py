@@ -13,9 +13,9 @@ held-out online SR against n, each seed its own SFT, reward model and sampling.
                 8 on the same tasks and per-task sampling seeds (verifier.seed = the experiment seed), and the
                 greedy policy without a verifier beside them.
   verifier_self the same with the SFT's own likelihood (untrained) as the scorer.
-`n1` … `n8` and `greedy` read the verifier run's stages, `self_n1` … `self_n8` verifier_self's. The claim (issue: n = 1, 2, 4, 8 non-decreasing, n = 8
-above n = 1) is read off the adjacent comparisons and n1 -> n8. ~60 min a seed on one core: the reward model
-~31 min, each verifier run ~10-25 min (+ a 12-min SFT where no finished one is reused).
+`n1` … `n8` and `greedy` read the verifier run's stages, `self_n1` … `self_n8` verifier_self's. The claim (n = 1,
+2, 4, 8 non-decreasing, n = 8 above n = 1) is read off the adjacent comparisons and n1 -> n8. ~60 min a seed on
+one core: the reward model ~31 min, each verifier run ~10-25 min (+ a 12-min SFT where no finished one is reused).
 Report: experiments/results/verifier_n.{md,json,png}.
 """
 import os
@@ -52,7 +52,8 @@ def get_spec():
     arms.update({f"self_n{n}": {"results_of": "verifier_self", "stage": f"n={n}"} for n in NS})
     return {
         "name": "verifier_n",
-        "description": "Does best-of-n selection by the reward model raise held-out online SR with n (n = 1, 2, 4, 8)?",
+        "description": "Does best-of-n selection by the reward model (trained, or the SFT's own likelihood) raise "
+                       "held-out online SR with n (n = 1, 2, 4, 8)?",
         "arms": arms,
         "seeds": [1, 2, 0],
         "evaluation": {"metric": "online_success"},
