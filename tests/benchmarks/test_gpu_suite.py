@@ -119,11 +119,40 @@ def test_decode_bound_fraction_is_bytes_over_bandwidth_over_step_time(smoke):
       kv = 2 * t.num_hidden_layers * b * (p["prompt"] + p["new_tokens"]) * t.num_key_value_heads * t.head_dim * 2
       assert e["bytes_per_decode_step"]["kv_cache"] == kv                    # bf16 cache, the recipe's dtype
       assert e["hbm_bytes_per_s"] == bandwidth
-      step = e["decode_median_s"] / (p["new_tokens"] - 1)
-      assert e["fraction_of_bound"] == pytest.approx(e["bytes_per_decode_step"]["total"] / bandwidth / step, rel=1e-12)
-      assert e["decode_tokens_per_s"] == pytest.approx(b * (p["new_tokens"] - 1) / e["decode_median_s"], rel=1e-12)
       assert e["prefill_tokens_per_s"] == pytest.approx(b * p["prompt"] / e["prefill"]["median_s"], rel=1e-12)
+      # the smoke model decodes within CPU timing noise: a median decode time <= 0 gives no rate (exact values
+      # for both cases: test_decode_figures_from_given_timings)
+      if e["decode_median_s"] > 0:
+        step = e["decode_median_s"] / (p["new_tokens"] - 1)
+        assert e["fraction_of_bound"] == pytest.approx(e["bytes_per_decode_step"]["total"] / bandwidth / step,
+                                                       rel=1e-12)
+        assert e["decode_tokens_per_s"] == pytest.approx(b * (p["new_tokens"] - 1) / e["decode_median_s"], rel=1e-12)
+      else:
+        assert e["fraction_of_bound"] is None and e["decode_tokens_per_s"] is None
   assert smoke["sampler_jax"]["kv_cache_dtype"] == recipe["kv_cache_dtype"] == "bfloat16"
+
+
+def test_decode_figures_from_given_timings():
+  """Decode = generate − prefill per repeat; the bound = (weights + KV cache) bytes / bandwidth per step; a
+  median decode time at or below zero (timing noise) reports no rate instead of a negative one."""
+  from benchmarks.model import matmul_params
+  from benchmarks.timing import Timing
+  recipe = suite.load_recipe()
+  cfg = suite.model_config(suite.make_plan(True, recipe, 5, 1)["sampler"]["model"], recipe)
+  t = cfg.text
+  timing = lambda xs: Timing(first_call_s=None, warmup=0, times_s=list(xs), cpu_times_s=list(xs))
+  e = suite.decode_figures(cfg, 4, 16, 9, timing([0.1, 0.1, 0.1]), timing([0.5, 0.9, 0.7]), 1e9, 2, 2)
+  kv = 2 * t.num_hidden_layers * 4 * (16 + 9) * t.num_key_value_heads * t.head_dim * 2
+  weights = matmul_params(cfg) * 2
+  assert e["decode_times_s"] == pytest.approx([0.4, 0.8, 0.6]) and e["decode_median_s"] == pytest.approx(0.6)
+  assert e["bytes_per_decode_step"] == {"weights": weights, "kv_cache": kv, "total": weights + kv}
+  assert e["measured_step_s"] == pytest.approx(0.6 / 8) and e["bound_step_s"] == pytest.approx((weights + kv) / 1e9)
+  assert e["fraction_of_bound"] == pytest.approx((weights + kv) / 1e9 / (0.6 / 8))
+  assert e["decode_tokens_per_s"] == pytest.approx(4 * 8 / 0.6) and e["prefill_tokens_per_s"] == pytest.approx(640)
+  noisy = suite.decode_figures(cfg, 4, 16, 9, timing([0.2, 0.2, 0.2]), timing([0.1, 0.3, 0.15]), 1e9, 2, 2)
+  assert noisy["decode_median_s"] == pytest.approx(-0.05)
+  assert noisy["measured_step_s"] is None and noisy["fraction_of_bound"] is None
+  assert noisy["decode_tokens_per_s"] is None
 
 
 def test_copy_bandwidth_counts_bytes_read_and_written(smoke):
