@@ -343,9 +343,9 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
                           "seeds_done": sorted(per), "seeds_from_record": sorted(s for s, v in per.items() if v[2]),
                           "pooled": _rate(list(pooled[arm.name].values())),
                           "per_seed": {str(s): _rate(list(o.values())) for s, (_, o, _) in per.items()},
-                          "time_per_seed": {} if arm.results_of else  # also of an unscored arm whose stages are
-                          {str(s): points[Point(arm.name, s).key]["time"] for s in exp.seeds  # scored
-                           if Point(arm.name, s).key in points}}
+                          # a job arm's points collected: also an unscored one whose stages other arms score
+                          "time_per_seed": {} if arm.results_of else
+                          {str(s): points[k]["time"] for s in exp.seeds if (k := Point(arm.name, s).key) in points}}
     comps = []
     for a, b in exp.comparisons:
         row = {"a": a, "b": b, "test": exp.test, **_paired(pooled[a], pooled[b], exp.test), "per_seed": {}}
