@@ -1,4 +1,5 @@
-"""Which GRPO settings let trajectory GRPO beat its SFT start here: AWG's group size and the KL weight.
+"""Which settings let trajectory GRPO (and AdaGRPO) beat their SFT start here: AWG's group size, the KL weight and
+twice the iteration budget.
 
     python -m gui_jax.experiment experiments/grpo_settings.py [--parallel 2]
 
@@ -8,8 +9,11 @@ samples 8 rollouts per task (2 tasks a step) and MobileRL's AdaGRPO (which does 
 rollouts an iteration for 240 iterations at lr 1e-4, one setting changed an arm:
   grpo          online_vs_sft's arm (its finished points are reused);
   grpo_group8   8 rollouts of 4 tasks an iteration (AWG's group size);
-  grpo_kl_low   β = 1e-4 (AdaGRPO's).
-~25 min an arm on one core. Report: experiments/results/grpo_settings.{md,json,png}.
+  grpo_kl_low   β = 1e-4 (AdaGRPO's);
+  grpo_long     480 iterations (twice the budget: the training reward was still rising at 240);
+  adagrpo_long  online_vs_sft's AdaGRPO arm at 480 iterations.
+The long arms keep a checkpoint every 40 iterations (`python -m gui_jax.jobs.paired_checkpoints` reads the curve).
+~25 min an arm on one core, ~50 the long ones. Report: experiments/results/grpo_settings.{md,json,png}.
 """
 import os
 
@@ -17,23 +21,26 @@ from gui_jax.core.recipe_files import load_python_file
 from gui_jax.experiment_spec import variant_arms
 
 ONLINE_VS_SFT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "online_vs_sft.py")
+LONG = {"online.iterations": 480, "online.checkpoint_every": 40, "online.checkpoints_kept": 0}
 VARIANTS = {"grpo_group8": {"online.num_rollouts": 8, "online.episodes_per_iteration": 4},
-            "grpo_kl_low": {"online.kl_coef": 1e-4}}
+            "grpo_kl_low": {"online.kl_coef": 1e-4}, "grpo_long": LONG}
 
 
 def get_spec():
     arms = dict(load_python_file(ONLINE_VS_SFT).get_spec()["arms"])
-    grpo = arms["grpo"]
+    grpo, adagrpo = arms["grpo"], arms["adagrpo"]
     # each arm against the start it evaluated itself: online_vs_sft's seed-0 GRPO point started from an SFT of an
     # earlier code version (the same settings, other float rounding: greedy SR 0.680 against 0.698)
-    starts = {f"start_{v}": {"results_of": v, "stage": "start"} for v in VARIANTS}
-    arms = {"sft": arms["sft"], "grpo": grpo, "start": {"results_of": "grpo", "stage": "start"}, **starts,
-            **variant_arms(grpo, VARIANTS)}
+    variants = {**variant_arms(grpo, VARIANTS), **variant_arms(adagrpo, {"adagrpo_long": LONG})}
+    starts = {f"start_{v}": {"results_of": v, "stage": "start"} for v in variants}
+    arms = {"sft": arms["sft"], "grpo": grpo, "start": {"results_of": "grpo", "stage": "start"}, **starts, **variants}
     return {
         "name": "grpo_settings",
-        "description": "Does GRPO beat its SFT start with AWG's group size (8) or AdaGRPO's KL weight (1e-4)?",
+        "description": "Does GRPO beat its SFT start with AWG's group size (8), AdaGRPO's KL weight (1e-4) or twice "
+                       "the iterations (480; AdaGRPO too)?",
         "arms": arms,
         "seeds": [0, 1, 2],
         "evaluation": {"metric": "online_success"},
-        "comparisons": [["start", "grpo"]] + [[f"start_{v}", v] for v in VARIANTS] + [["grpo", v] for v in VARIANTS],
+        "comparisons": [["start", "grpo"]] + [[f"start_{v}", v] for v in variants] + [["grpo", v] for v in VARIANTS]
+                       + [["grpo_long", "adagrpo_long"]],
     }

@@ -7,7 +7,8 @@ held-out tasks without retraining, or to compare checkpoints that no experiment 
         [--set "data.test_seed_range=(1000,1135)" --set data.num_test_episodes=648] \
         [--temperature 1.0 --trials 4] [--test mcnemar|bootstrap] --out experiments/results/NAME
 
-Each --stage NAME=DIR is a training stage's Orbax checkpoints folder (its latest step is used). The
+Each --stage NAME=DIR is a training stage's Orbax checkpoints folder: its latest step, or with NAME=DIR@STEP that
+step (the curve along one run: `--stage it120=runs/grpo/online/checkpoints@120 --stage it240=...@240`). The
 recipe gives the model, prompt, env and eval settings and the held-out split; --set overrides its fields
 (python literals). Greedy by default (0/1 per task, Wilson intervals); `--trials K --temperature T`
 samples K episodes per task (per-task success rates, intervals by bootstrap over tasks).
@@ -32,15 +33,22 @@ KEPT = ("online_SR", "online_SR_ci95", "n", "checkpoint", "step", "eval_wall_s",
 
 
 def parse_stages(items) -> list:
-    """[(name, checkpoints folder)] from NAME=DIR arguments; names unique, in the order given."""
+    """[(name, checkpoints folder, step or None = the latest)] from NAME=DIR[@STEP] arguments; names unique, in
+    the order given."""
     out = []
     for item in items:
         name, sep, folder = item.partition("=")
         if not sep or not name or not folder:
-            raise ValueError(f"--stage {item!r}: expected NAME=CHECKPOINT_DIR")
-        if name in dict(out):
+            raise ValueError(f"--stage {item!r}: expected NAME=CHECKPOINT_DIR or NAME=CHECKPOINT_DIR@STEP")
+        step = None
+        if "@" in folder:
+            folder, _, text = folder.rpartition("@")
+            if not text.isdigit() or not folder:
+                raise ValueError(f"--stage {item!r}: the step after '@' must be a whole number, got {text!r}")
+            step = int(text)
+        if name in {n for n, _, _ in out}:
             raise ValueError(f"--stage {name}: given twice")
-        out.append((name, folder))
+        out.append((name, folder, step))
     return out
 
 
@@ -82,21 +90,23 @@ def paired_against_first(outcomes: dict, *, test: str = "mcnemar", seed: int = 0
 def evaluate_stages(config, stages, workdir: str, *, temperature: float = 0.0, trials: int = 1) -> tuple:
     """(results per stage, number of held-out tasks): each checkpoint's online evaluation on the config's
     held-out tasks through the env pool, with the overlap between those tasks and its run's training split."""
-    from gui_jax.config_check import RunError, checkpoint_dir_problem
+    from gui_jax.config_check import RunError, checkpoint_dir_problem, checkpoint_steps
     from gui_jax.jobs.common import load_stage_params, prepare, report_checkpoint_overlap, set_agent_params
     from gui_jax.jobs.online_rl import evaluate_online_pool
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
-    for name, folder in stages:  # every folder checked before minutes of work
+    for name, folder, step in stages:  # every folder (and step) checked before minutes of work
         problem = checkpoint_dir_problem(folder)
+        if not problem and step is not None and step not in checkpoint_steps(folder):
+            problem = f"no step {step} there (it holds {checkpoint_steps(folder)})"
         if problem:
             raise RunError(f"--stage {name}={folder}: {problem}")
     _, test_tasks, _, _ = prepare(config, workdir, sides=())
     agent = Agent(config, seed=config.seed)
     pcfg = PromptConfig(**config.prompt.to_dict())
     results = {}
-    for name, folder in stages:
-        params, step = load_stage_params(folder, field=f"--stage {name}")
+    for name, folder, at_step in stages:
+        params, step = load_stage_params(folder, field=f"--stage {name}", step=at_step)
         set_agent_params(agent, params, folder)
         t0 = time.time()
         if "env" in config:
@@ -160,7 +170,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gui_jax.jobs.paired_checkpoints",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True, help="the recipe: model, prompt, env, eval and held-out split")
-    ap.add_argument("--stage", action="append", required=True, metavar="NAME=CHECKPOINT_DIR")
+    ap.add_argument("--stage", action="append", required=True, metavar="NAME=CHECKPOINT_DIR[@STEP]")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a field of the recipe")
     ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     ap.add_argument("--trials", type=int, default=1, help="episodes per task (several need a temperature > 0)")

@@ -50,6 +50,10 @@ def test_arguments_are_checked_before_anything_loads(capsys):
         pc.parse_stages(["sft"])
     with pytest.raises(ValueError, match="given twice"):
         pc.parse_stages(["a=x", "a=y"])
+    with pytest.raises(ValueError, match="whole number, got 'last'"):
+        pc.parse_stages(["a=x@last"])
+    assert pc.parse_stages(["sft=runs/a/sft/checkpoints", "it120=runs/r@1/online/checkpoints@120"]) == [
+        ("sft", "runs/a/sft/checkpoints", None), ("it120", "runs/r@1/online/checkpoints", 120)]
     for argv, message in ((["--stage", "a=x"], "at least two"),
                           (["--stage", "a=x", "--stage", "b=y", "--trials", "4"], "temperature > 0")):
         with pytest.raises(SystemExit):
@@ -62,6 +66,17 @@ def test_a_missing_checkpoint_folder_stops_before_evaluation(tmp_path, capsys):
             "--workdir", str(tmp_path / "w"), "--out", str(tmp_path / "out")]
     assert pc.main(argv) == 2
     assert "--stage a=" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_step_the_folder_lacks_stops_before_evaluation(tmp_path, capsys):
+    ckpts = tmp_path / "run" / "online" / "checkpoints"
+    for step in (40, 80):
+        (ckpts / str(step)).mkdir(parents=True)
+    argv = ["--config", "configs/grpo_online.py", "--stage", f"a={ckpts}@40", "--stage", f"b={ckpts}@120",
+            "--workdir", str(tmp_path / "w"), "--out", str(tmp_path / "out")]
+    assert pc.main(argv) == 2
+    assert f"--stage b={ckpts}: no step 120 there (it holds [40, 80])" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
 
 
