@@ -41,11 +41,11 @@ def parse_stages(items) -> list:
         if not sep or not name or not folder:
             raise ValueError(f"--stage {item!r}: expected NAME=CHECKPOINT_DIR or NAME=CHECKPOINT_DIR@STEP")
         step = None
-        if "@" in folder:
-            folder, _, text = folder.rpartition("@")
-            if not text.isdigit() or not folder:
+        head, at, text = folder.rpartition("@")
+        if at and "/" not in text:  # an '@' inside the path (runs/a@b/checkpoints) is not a step
+            if not text.isdigit() or not head:
                 raise ValueError(f"--stage {item!r}: the step after '@' must be a whole number, got {text!r}")
-            step = int(text)
+            folder, step = head, int(text)
         if name in {n for n, _, _ in out}:
             raise ValueError(f"--stage {name}: given twice")
         out.append((name, folder, step))

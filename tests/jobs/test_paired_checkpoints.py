@@ -52,8 +52,8 @@ def test_arguments_are_checked_before_anything_loads(capsys):
         pc.parse_stages(["a=x", "a=y"])
     with pytest.raises(ValueError, match="whole number, got 'last'"):
         pc.parse_stages(["a=x@last"])
-    assert pc.parse_stages(["sft=runs/a/sft/checkpoints", "it120=runs/r@1/online/checkpoints@120"]) == [
-        ("sft", "runs/a/sft/checkpoints", None), ("it120", "runs/r@1/online/checkpoints", 120)]
+    assert pc.parse_stages(["sft=runs/a@b/sft/checkpoints", "it120=runs/r@1/online/checkpoints@120"]) == [
+        ("sft", "runs/a@b/sft/checkpoints", None), ("it120", "runs/r@1/online/checkpoints", 120)]
     for argv, message in ((["--stage", "a=x"], "at least two"),
                           (["--stage", "a=x", "--stage", "b=y", "--trials", "4"], "temperature > 0")):
         with pytest.raises(SystemExit):
