@@ -97,8 +97,8 @@ def evaluate_stages(config, stages, workdir: str, *, temperature: float = 0.0, t
     from gui_jax.rl.prompting import PromptConfig
     for name, folder, step in stages:  # every folder (and step) checked before minutes of work
         problem = checkpoint_dir_problem(folder)
-        if not problem and step is not None and step not in checkpoint_steps(folder):
-            problem = f"no step {step} there (it holds {checkpoint_steps(folder)})"
+        if not problem and step is not None and step not in (held := checkpoint_steps(folder)):
+            problem = f"no step {step} there (it holds {held})"
         if problem:
             raise RunError(f"--stage {name}={folder}: {problem}")
     _, test_tasks, _, _ = prepare(config, workdir, sides=())
