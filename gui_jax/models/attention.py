@@ -11,7 +11,9 @@
 Implementations (`impl`, the model config's `attention_impl`):
   'xla'    einsum reference: float32 scores [B, KV, G, T, S] materialised (over query chunks of XLA_QUERY_CHUNK
            when they would exceed XLA_SCORE_BYTES, e.g. a full-resolution screenshot's vision attention on CPU).
-           Any platform.
+           Causal self-attention of T >= 2 * XLA_CAUSAL_BLOCK runs over query blocks, each against the keys up to
+           its end only (the blocks above the diagonal are skipped: about half the scores, and blocks small enough
+           that XLA:CPU does not copy and mask whole [T, S] score tensors). Any platform.
   'splash' Pallas splash attention (TPU flash kernel; block-sparse over the causal mask, segment ids in-kernel).
            K/V are not repeated for GQA: the MQA kernel runs once per kv head over its group of query heads.
            Sequences are padded to the block size and head_dim to a multiple of 128 (the TPU lane width).
@@ -38,6 +40,7 @@ SPLASH_BLOCK = 512   # query / key block of the splash kernel (shorter sequences
 _LANES = 128         # TPU lane width: splash blocks and head_dim are multiples of it
 XLA_SCORE_BYTES = 1 << 28  # 'xla' above this many bytes of float32 scores runs over query chunks
 XLA_QUERY_CHUNK = 1024
+XLA_CAUSAL_BLOCK = 256     # query block of the causal 'xla' path (benchmarks/attention.py: 2.5-3x faster on CPU)
 
 
 class _Target(threading.local):
@@ -120,9 +123,10 @@ def segment_mask(segment_ids: jax.Array, kv_segment_ids: jax.Array, causal: bool
 
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, *, causal: bool, scale: float,
               impl: str = "auto", kv_segment_ids: jax.Array | None = None, interpret: bool | None = None,
-              block: int = SPLASH_BLOCK) -> jax.Array:
+              block: int = SPLASH_BLOCK, causal_block: int | None = None) -> jax.Array:
   """Segment-masked attention (see module doc). interpret: Pallas interpret mode for 'splash' (default: on
-  when the platform is not TPU)."""
+  when the platform is not TPU). causal_block: the causal 'xla' path's query block (None: XLA_CAUSAL_BLOCK;
+  0: the whole score matrix)."""
   b, t, h, d = q.shape
   s, kvh = k.shape[1], k.shape[2]
   if h % kvh:
@@ -137,7 +141,10 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, 
   segment_ids = segment_ids.astype(jnp.int32)
   kv_segment_ids = kv_segment_ids.astype(jnp.int32)
   impl = resolve_impl(impl, q.dtype)
-  if impl == "xla" and b * h * t * s * 4 > XLA_SCORE_BYTES and t > XLA_QUERY_CHUNK:
+  causal_block = XLA_CAUSAL_BLOCK if causal_block is None else causal_block
+  if impl == "xla" and causal and causal_block and t >= 2 * causal_block:
+    out = causal_blocked_attention(q, k, v, segment_ids, scale, causal_block)
+  elif impl == "xla" and b * h * t * s * 4 > XLA_SCORE_BYTES and t > XLA_QUERY_CHUNK:
     out = _query_chunked(q, k, v, segment_ids, kv_segment_ids, causal, scale, XLA_QUERY_CHUNK)
   elif impl == "xla":
     out = masked_attention(q, k, v, segment_mask(segment_ids, kv_segment_ids, causal), scale)
@@ -148,6 +155,35 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, 
       interpret = current_platform() != "tpu"
     out = _splash_on_mesh(q, k, v, segment_ids, kv_segment_ids, causal, scale, interpret, block)
   return jnp.where((segment_ids != 0)[:, :, None, None], out, 0).astype(q.dtype)
+
+
+def causal_blocked_attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, scale: float,
+                             block: int) -> jax.Array:
+  """Causal segment-masked self-attention over query blocks of `block` rows, block i against keys [0, (i+1)·block)
+  only. q [B, T, H, D], k/v [B, T, KV, D], segment_ids [B, T]; returns [B, T, H, D]. The mask is an additive
+  bias (a select over the scores costs a pass in the backward as well); no query is fully masked, since each sees
+  itself (padding queries see padding keys, and `attention` zeroes them). Same math as masked_attention."""
+  b, t, h, d = q.shape
+  kvh = k.shape[2]
+  g = h // kvh
+  tp = _round_up(t, block)
+  if tp != t:   # padding rows are segment 0: real queries never see them
+    q, k, v = (jnp.pad(x, ((0, 0), (0, tp - t), (0, 0), (0, 0))) for x in (q, k, v))
+    segment_ids = jnp.pad(segment_ids, ((0, 0), (0, tp - t)))
+  qg = q.reshape(b, tp, kvh, g, d).transpose(0, 2, 3, 1, 4)            # [B, KV, G, T, D]
+  kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)            # [B, KV, T, D]
+  outs = []
+  for i in range(tp // block):
+    lo, hi = i * block, (i + 1) * block
+    allowed = ((segment_ids[:, lo:hi, None] == segment_ids[:, None, :hi])
+               & (jnp.arange(hi)[None, :] <= jnp.arange(lo, hi)[:, None])[None])            # [B, c, hi]
+    bias = jnp.where(allowed, 0.0, -1e30)[:, None, None]
+    logits = jnp.einsum("bkgqd,bksd->bkgqs", qg[:, :, :, lo:hi], kt[:, :, :hi],
+                        preferred_element_type=jnp.float32) * scale + bias
+    probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+    outs.append(jnp.einsum("bkgqs,bksd->bkgqd", probs, vt[:, :, :hi]))
+  out = jnp.concatenate(outs, axis=3).transpose(0, 3, 1, 2, 4).reshape(b, tp, h, d)
+  return out[:, :t]
 
 
 def _query_chunked(q, k, v, seg_q, seg_kv, causal, scale, chunk):

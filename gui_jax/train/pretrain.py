@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from gui_jax.models.sampling import first_argmax
 from gui_jax.rl.batch import build_batch, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.attention_pointers import PiecePointers, parse_layout
@@ -147,7 +148,7 @@ def exact_match_fn(graphdef, rest):
         model = nnx.merge(graphdef, params, rest)
         _, logits = model_forward_logprobs(model, batch)
         targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
-        ok = (jnp.argmax(logits, axis=-1) == targets) | ~batch["target_valid"]
+        ok = (first_argmax(logits) == targets) | ~batch["target_valid"]
         return ok.all(axis=-1)
     return exact
 

@@ -15,6 +15,7 @@ from flax import nnx
 
 from gui_jax.core.types import Action, Episode
 from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+from gui_jax.models.sampling import first_argmax
 from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
 from gui_jax.rl.batch import TrainSample, model_forward_logprobs
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response
@@ -131,7 +132,7 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
         logp, logits = out[:2]
         m = batch["loss_mask"]
         targets = jnp.take_along_axis(batch["input_ids"], batch["target_positions"], axis=1)
-        correct = (jnp.argmax(logits, axis=-1) == targets) & batch["target_valid"]
+        correct = (first_argmax(logits) == targets) & batch["target_valid"]
         correct = correct.astype(jnp.float32)
         n = m.sum()
         total = -(logp * m).sum()

@@ -57,6 +57,29 @@ def test_xla_reference_and_cudnn_wrapper_match_naive_segment_attention(causal):
   assert np.abs(np.asarray(wrapped_bf16) - np.asarray(ref)).max() <= 2e-2
 
 
+def test_causal_query_blocks_equal_the_whole_score_matrix():
+  """Causal self-attention of T >= 2 blocks runs over query blocks, each against the keys up to its end (T = 200 is
+  not a multiple of the block 64; packed segments, left and right padding): the outputs and gradients of the whole
+  [T, S] score matrix and of the float64 reference."""
+  q, k, v, seg = _inputs(jnp.float32)
+
+  def run(q, k, v, block=64):
+    return attn.attention(q, k, v, seg, causal=True, scale=D ** -0.5, impl="xla", causal_block=block)
+
+  def loss(q, k, v, block=64):
+    return (run(q, k, v, block) ** 2).sum()
+  whole, g_whole = run(q, k, v, 0), jax.grad(loss, argnums=(0, 1, 2))(q, k, v, 0)
+  blocked = jax.jit(run)(q, k, v)
+  shapes = {tuple(e.outvars[0].aval.shape) for e in jax.make_jaxpr(run)(q, k, v).eqns
+            if e.primitive.name == "dot_general"}
+  assert (B, KV, H // KV, 64, 256) in shapes and (B, KV, H // KV, 64, 64) in shapes  # the last and the first block
+  g_blocked = jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+  assert np.abs(np.asarray(blocked) - _naive(q, k, v, seg, True)).max() <= 1e-5
+  assert np.abs(np.asarray(blocked) - np.asarray(whole)).max() <= 1e-5
+  for a, b in zip(g_whole, g_blocked):
+    assert np.abs(np.asarray(a) - np.asarray(b)).max() <= 1e-4 * max(1.0, float(np.abs(np.asarray(a)).max()))
+
+
 @pytest.mark.parametrize("causal", [True, False])
 def test_xla_query_chunks_equal_the_whole_score_matrix(causal, monkeypatch):
   """Above XLA_SCORE_BYTES the 'xla' path runs over query chunks (T = 200 is not a multiple of the chunk 64):

@@ -125,6 +125,29 @@ def test_pointer_loss_is_the_mean_log_attention_over_each_key_range():
     assert float(count["goal"]) == 2 and float(count["match"]) == 1
 
 
+def test_pointer_rows_equal_the_rows_of_the_whole_log_attention():
+    """head_log_attention_rows (what pointer_ce computes: the pointed queries' rows only) equals the same rows of
+    head_log_attention, with two packed segments and padding in the row."""
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train.attention_pointers import head_log_attention, head_log_attention_rows, layer_qk
+    model, text = _small_model(2)
+    lm = model.language_model
+    ids = jnp.asarray(np.random.default_rng(2).integers(100, 300, (1, 10)))
+    positions = jnp.asarray([0, 1, 2, 3, 4, 0, 1, 2, 0, 0])[None, None].repeat(3, 0)
+    seg = jnp.asarray([[1, 1, 1, 1, 1, 2, 2, 2, 0, 0]], jnp.int32)
+    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
+    cos, sin = mrope_cos_sin(positions, text)
+    rows = jnp.asarray([[3, 7, 5, 0]], jnp.int32)
+    qk = layer_qk(lm.layers[1], out.hidden_states[1], cos, sin)
+    for head in range(4):
+        whole = head_log_attention(lm.layers[1], None, cos, sin, head, seg, qk=qk)
+        got = head_log_attention_rows(lm.layers[1], qk, head, seg, rows)
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(whole[0, rows[0]]), rtol=1e-6, atol=1e-6)
+    assert float(jnp.exp(got[0, 1, 5:8]).sum()) == pytest.approx(1.0, abs=1e-6)   # row 7 sees its segment only
+
+
 def _stream(mix: str, **kw):
     """(tokenizer, the pretraining stream on 4-40-line screens, three goals per screen) with the tiny tokenizer."""
     from types import SimpleNamespace
