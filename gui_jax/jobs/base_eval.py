@@ -12,6 +12,9 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
              Row phonesim_open: every held-out episode's first step when it opens an app from the home
              screen (goal -> app); a hit when the response opens that app.
+Items with a target element (tap, home, toggle) also report where the misses went (`tap_breakdown`: a row whose
+label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
+and the hits by the target's quarter of the screen.
 Teacher-forced exact match (the pretrain job's metric) is a lower bound on this; a base that "reads" should
 score well above chance here before task training starts.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from typing import Optional, Sequence
 
@@ -143,6 +147,54 @@ def opens_app(action, app: str) -> bool:
         and str(action.text).strip().lower() == app.strip().lower()
 
 
+TAP_OUTCOMES = ("right", "shares a word", "no shared word", "index not on screen", "not a click", "malformed")
+_UI_LINE = re.compile(r"^\[(\d+)\][^;\n]*;(.*)$", re.M)
+
+
+def ui_labels(ui_text: str) -> dict[int, str]:
+    """element index -> its label, from the UI text's '[k] flags; label' lines."""
+    return {int(m.group(1)): m.group(2).strip() for m in _UI_LINE.finditer(ui_text)}
+
+
+def tap_outcome(item: dict, text: str) -> str:
+    """What a response to an item with a target element did, one of TAP_OUTCOMES: right; a click on another line
+    whose label shares a word with the target's (case-blind), or shares none; a click on an index the screen does
+    not show; another action; unparsable."""
+    action = parsed_action(text, item["dialect"])
+    if action is None:
+        return "malformed"
+    if action.type != "click" or action.element is None:
+        return "not a click"
+    picked, target = int(action.element), int(item["target_element"])
+    if picked == target:
+        return "right"
+    labels = ui_labels(item["ui_text"])
+    if picked not in labels:
+        return "index not on screen"
+    words = lambda label: set(label.lower().split())
+    return "shares a word" if words(labels[picked]) & words(labels.get(target, "")) else "no shared word"
+
+
+def target_quarter(item: dict) -> int:
+    """Which quarter (0-3) of the screen's lines holds the item's target element."""
+    shown = list(ui_labels(item["ui_text"]))
+    return min(4 * shown.index(int(item["target_element"])) // len(shown), 3)
+
+
+def tap_breakdown(items: Sequence[dict], texts: Sequence[str]) -> dict:
+    """{'outcomes': {outcome: count}, 'by_target_quarter': [[hits, items] per quarter of the screen]}: where a
+    base's taps go wrong (near misses on shared-word rows, index copies, the target's place on a long screen)."""
+    outcomes = {k: 0 for k in TAP_OUTCOMES}
+    quarters = [[0, 0] for _ in range(4)]
+    for item, text in zip(items, texts):
+        outcome = tap_outcome(item, text)
+        outcomes[outcome] += 1
+        q = quarters[target_quarter(item)]
+        q[0] += outcome == "right"
+        q[1] += 1
+    return {"outcomes": outcomes, "by_target_quarter": quarters}
+
+
 # ------------------------------------------------------------------------------------------ scoring
 
 def too_long(policy, targets: Sequence[str], max_new_tokens: int, label: str) -> Optional[int]:
@@ -191,6 +243,8 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], examples=texts[:3],
                            targets_over_max_new_tokens=cut)
+        if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
+            out[obj]["taps"] = tap_breakdown(its, texts)
     return out
 
 
@@ -284,12 +338,20 @@ def format_table(results: dict) -> str:
         for template, t in sorted(r.get("per_template", {}).items()):
             rows.append(f"| {name}: {template} | {t['successes'] / t['n']:.3f} | {t['successes']}/{t['n']} | "
                         f"{t['malformed']} | | |")
+    notes = []
+    for name, r in results["objectives"].items():
+        if "taps" in r:
+            misses = ", ".join(f"{k} {v}" for k, v in r["taps"]["outcomes"].items() if k != "right" and v)
+            quarters = " / ".join(f"{h}/{n}" for h, n in r["taps"]["by_target_quarter"])
+            notes.append(f"{name}: misses {misses or 'none'}; right by the target's quarter of the screen "
+                         f"(top to bottom) {quarters}")
     return "\n".join([
         f"model: {model_line(results['model'])}; greedy, max_new_tokens {results['max_new_tokens']}",
         "",
         "| objective | accuracy | successes/n | malformed | 95 % Wilson | screens |",
         "|---|---|---|---|---|---|",
         *rows,
+        *([""] + notes if notes else []),
     ])
 
 

@@ -135,6 +135,12 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
         assert t["malformed"] == 0 and f"| {base_eval.PHONESIM}: {template} | " in md
     assert "| objective | accuracy | successes/n | malformed | 95 % Wilson | screens |" in out
     assert "model: UNTRAINED stub model" in md and "24-40 lines" in md
+    taps = results["objectives"]["tap"]["taps"]   # the misses' breakdown adds up to the counts above
+    assert taps["outcomes"]["right"] == want["tap"][0] and taps["outcomes"]["malformed"] == bad["tap"]
+    assert sum(taps["outcomes"].values()) == N and sum(n for _, n in taps["by_target_quarter"]) == N
+    assert sum(h for h, _ in taps["by_target_quarter"]) == want["tap"][0]
+    assert "taps" not in results["objectives"]["read"]
+    assert "tap: misses " in md
     assert "first steps (open an app) of 2 of 2 episodes" in md
 
 
@@ -159,3 +165,23 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     md = (tmp_path / "base_eval.md").read_text().splitlines()
     templates = sum(len(objectives[k]["per_template"]) for k in (base_eval.PHONESIM, base_eval.PHONESIM_OPEN))
     assert sum(line.startswith("|") for line in md) == 2 + 4 + templates   # header, rule, objectives, templates
+
+
+def test_tap_outcomes_name_where_each_miss_went():
+    """A hand-built screen: each response lands in exactly one outcome; the target's quarter of the screen."""
+    ui = "\n".join(["[2] ; Quiet Fire", "[3] click; Quiet Letters", "[5] ; Midnight Sun", "[7] ; 4:24 AM",
+                    "[8] ; Golden Road", "[9] ; Midnight Fire", "[11] ; Blue Lake", "[12] ; Quiet Bay"])
+    item = {"ui_text": ui, "target_element": 9, "dialect": "ui_s1"}
+    click = lambda k: format_response(Action("click", element=k), "ui_s1")
+    cases = {click(9): "right", click(2): "shares a word", click(5): "shares a word", click(8): "no shared word",
+             click(7): "no shared word", click(4): "index not on screen", click(40): "index not on screen",
+             format_response(Action("answer", text="Midnight Fire"), "ui_s1"): "not a click",
+             "tap it": "malformed"}
+    assert {text: base_eval.tap_outcome(item, text) for text in cases} == cases
+    assert base_eval.ui_labels(ui)[3] == "Quiet Letters" and base_eval.target_quarter(item) == 2
+    assert base_eval.target_quarter({**item, "target_element": 2}) == 0
+    assert base_eval.target_quarter({**item, "target_element": 12}) == 3
+    got = base_eval.tap_breakdown([item] * 3, [click(9), click(2), "tap it"])
+    assert got["outcomes"] == {"right": 1, "shares a word": 1, "no shared word": 0, "index not on screen": 0,
+                               "not a click": 0, "malformed": 1}
+    assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]]
