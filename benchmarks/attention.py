@@ -6,8 +6,9 @@
         --dtype float32                 # the tiny recipes' pretraining rows on a CPU
 
 For each kernel path runnable here ('xla' always, and 'xla_whole': the same without causal query blocks; 'cudnn'
-on GPU; 'splash' on TPU), with packed rows (3 segments per row + padding), causal, bf16 (or --dtype) inputs: max |out - reference| (reference = 'xla' on float32 inputs),
-max |grad - reference grad| (relative), and the median time of forward and forward+backward over `--iters` runs,
+on GPU; 'splash' on TPU), with packed rows (3 segments per row + padding), causal, bf16 (or --dtype) inputs:
+max |out - reference| (reference = 'xla' on float32 inputs), max |grad - reference grad| (relative), and the
+median time of forward and forward+backward over `--iters` runs,
 as ratios against 'xla' measured in the same run. Also runs the tiny model with each kernel (bf16) and reports
 the max logit difference against 'xla'. The JSON records the device, the load average and the shapes.
 """

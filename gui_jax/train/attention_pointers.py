@@ -245,21 +245,15 @@ def head_log_attention(layer, layer_input, cos, sin, head: int = 0, segment_ids=
     """Log-softmax scores [B, L, L] of query head `head` of a text DecoderLayer, recomputed from its input
     [B, L, H] (or from `qk`, its `layer_qk`), M-RoPE cos/sin [B, L, hd] and segment_ids [B, L] (0 = padding;
     None: every position one segment): causal within a segment, as the layer attends."""
-    att = layer.self_attn
-    q, k = qk if qk is not None else layer_qk(layer, layer_input, cos, sin)
-    length = q.shape[1]
-    scores = jnp.einsum("bqd,bkd->bqk", q[:, :, head], k[:, :, head // (att.num_heads // att.num_kv)])
-    scores = scores.astype(jnp.float32) * att.head_dim ** -0.5
-    allowed = jnp.tril(jnp.ones((length, length), bool))[None]
-    if segment_ids is not None:
-        allowed = allowed & (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, None, :] > 0)
-    return jax.nn.log_softmax(jnp.where(allowed, scores, -1e30), -1)
+    qk = qk if qk is not None else layer_qk(layer, layer_input, cos, sin)
+    every = jnp.broadcast_to(jnp.arange(qk[0].shape[1]), qk[0].shape[:2])
+    return head_log_attention_rows(layer, qk, head, segment_ids, every)
 
 
 def head_log_attention_rows(layer, qk, head: int, segment_ids, rows):
     """The rows `rows` int32 [B, K] (query positions) of head_log_attention: [B, K, L], computed for those queries
-    alone (a pointer batch asks for a few hundred of a row's ~1,000 queries; the whole [B, L, L] cost ~20 % of a
-    pretraining update). qk: the layer's `layer_qk`; segment_ids [B, L] (0 = padding)."""
+    alone (a pointer batch asks for a few hundred of a row's queries). qk: the layer's `layer_qk`; segment_ids
+    [B, L] (0 = padding; None: one sequence per row)."""
     att = layer.self_attn
     q, k = qk
     if segment_ids is None:   # one sequence per row, no padding
