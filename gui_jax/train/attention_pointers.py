@@ -38,6 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gui_jax.models.qwen2_5_vl.layers import dense
+
 HOPS = ("index_first", "index_last", "label_bag", "goal", "match", "row", "prev_token", "read_match")
 DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3,match=1.0"
 # three layers: the tap hops as above, and reading: each value token gathers its row's label and its predecessor
@@ -320,4 +322,4 @@ def _head_output_rows(layer, layer_input, rows, head: int, values=None):
     v = v[:, :, head // (att.num_heads // att.num_kv)]
     mixed = jnp.einsum("bkl,bld->bkd", jnp.exp(rows).astype(v.dtype), v)
     w_o = att.o_proj.kernel[...][head * att.head_dim:(head + 1) * att.head_dim]
-    return jnp.dot(mixed, w_o.astype(mixed.dtype))
+    return dense(mixed, w_o.astype(mixed.dtype))

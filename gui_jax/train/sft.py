@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gui_jax.core.types import Action, Episode
+from gui_jax.models.qwen2_5_vl.layers import dense
 from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
 from gui_jax.models.sampling import first_argmax
 from gui_jax.data.pipeline import LengthGroupedSource, list_batch, make_pipeline
@@ -154,7 +155,7 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
                 table = (model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...])[
                     jnp.asarray(readout_ids)]                                                     # [D, H]
                 readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32),
-                           lambda h: jnp.dot(lm.norm(h), table.T.astype(h.dtype)))
+                           lambda h: dense(lm.norm(h), table.astype(h.dtype), "...h,vh->...v"))
             ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout)
             hops = sum(v for k, v in ce.items() if not k.startswith("readout_"))
             reads = sum(v for k, v in ce.items() if k.startswith("readout_"))

@@ -66,7 +66,7 @@ import numpy as np
 from flax import nnx
 
 from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig
-from gui_jax.models.qwen2_5_vl.layers import dtype_of, make_param
+from gui_jax.models.qwen2_5_vl.layers import dense, dtype_of, make_param
 from gui_jax.models.qwen2_5_vl.text import _policy_name
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.qwen2_5_vl.text import KVCache, TextModel
@@ -158,8 +158,8 @@ class Qwen25VLForConditionalGeneration(nnx.Module):
     dtype = dtype_of(self.cfg.dtype)
     if self.lm_head is None:
       w = self.language_model.embed_tokens[...].astype(dtype)
-      return jnp.einsum("...h,vh->...v", hidden.astype(dtype), w, preferred_element_type=jnp.float32)
-    return jnp.dot(hidden.astype(dtype), self.lm_head[...].astype(dtype), preferred_element_type=jnp.float32)
+      return dense(hidden.astype(dtype), w, "...h,vh->...v", preferred_element_type=jnp.float32)
+    return dense(hidden.astype(dtype), self.lm_head[...].astype(dtype), preferred_element_type=jnp.float32)
 
   # ---------------------------------------------------------------- forward
   def __call__(self, input_ids, attention_mask=None, pixel_values=None, image_grid_thw=None, position_ids=None,
