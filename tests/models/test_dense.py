@@ -31,3 +31,11 @@ def test_dense_runs_one_two_dimensional_matmul_on_cpu():
     assert len(dots) == 1
     assert [v.aval.shape for v in dots[0].invars] == [(6, 5), (5, 7)]
     assert jaxpr.out_avals[0].shape == (2, 3, 7) and jaxpr.out_avals[0].dtype == jnp.float32
+
+
+def test_the_batched_form_is_what_benchmarks_time_beside_it(monkeypatch):
+    from gui_jax.models.qwen2_5_vl import layers
+    monkeypatch.setattr(layers, "MERGED_DENSE_BACKENDS", ())     # benchmarks/train_step.py's reference form
+    jaxpr = jax.make_jaxpr(dense)(jnp.zeros((2, 3, 5)), jnp.zeros((5, 7)))
+    dots = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "dot_general"]
+    assert [v.aval.shape for v in dots[0].invars] == [(2, 3, 5), (5, 7)]
