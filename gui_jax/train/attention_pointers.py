@@ -75,9 +75,9 @@ def parse_layout(spec: str, num_layers: int, num_heads: int) -> dict[str, tuple[
         if name in out:
             raise ValueError(f"pointer layout names hop {name!r} twice")
         out[name] = (layer_i, head_i)
-    taken = list(out.values())
+    taken = [where for name, where in out.items() if not (name == "goal" and where == out.get("label_bag"))]
     if len(set(taken)) != len(taken):
-        raise ValueError(f"pointer layout {spec!r} puts two hops on one head")
+        raise ValueError(f"pointer layout {spec!r} puts two hops on one head (only goal may share label_bag's)")
     for before, after in _ORDER:
         if before in out and after in out and out[before][0] >= out[after][0]:
             raise ValueError(f"pointer layout {spec!r}: the {before} hop must sit in an earlier layer than the "

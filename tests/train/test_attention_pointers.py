@@ -43,6 +43,11 @@ def test_pointers_name_what_is_wrong():
     with pytest.raises(ValueError, match="layer 4 head 0 outside"):
         parse_layout("goal=4.0", 4, 4)
     assert parse_layout("goal=1.0,match=-1.0", 4, 4) == {"goal": (1, 0), "match": (3, 0)}
+    with pytest.raises(ValueError, match="puts two hops on one head"):
+        parse_layout("index_first=0.0,label_bag=0.0,match=1.0", 3, 4)
+    # the goal's label may be gathered by the head that gathers each screen label (disjoint query rows)
+    assert parse_layout("label_bag=0.1,goal=0.1,match=1.0", 3, 4) == {"label_bag": (0, 1), "goal": (0, 1),
+                                                                        "match": (1, 0)}
 
 
 def test_each_later_goal_points_at_its_own_label_and_line():
