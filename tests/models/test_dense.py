@@ -1,5 +1,5 @@
 """`dense`, the model's x @ w: on CPU it merges the leading axes into one matmul (the batched form's weight gradient
-is ~3x slower there); values and gradients must equal the batched product's."""
+goes through slow transposing copies there); values and gradients must equal the batched product's."""
 import jax
 import jax.numpy as jnp
 import numpy as np

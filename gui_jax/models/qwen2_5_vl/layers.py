@@ -65,9 +65,7 @@ class Linear(nnx.Module):
     self.dtype = dtype
 
   def __call__(self, x: jax.Array) -> jax.Array:
-    return self._add_bias(dense(x.astype(self.dtype), self.kernel[...].astype(self.dtype)))
-
-  def _add_bias(self, y: jax.Array) -> jax.Array:
+    y = dense(x.astype(self.dtype), self.kernel[...].astype(self.dtype))
     if self.bias is not None:
       y = y + self.bias[...].astype(self.dtype)
     return y
