@@ -81,6 +81,10 @@ def get_config():
         # out over the digit tokens against their line's index digit (the copy circuit's first half learnt
         # directly: in the look-up probe it removed the plateau before the look-up forms)
         "index_readout_weight": 0.0,
+        # > 0 (with pointer_weight): + this weight x the mean cross-entropy of the answer tokens alone (the index
+        # digits, a read value's tokens), as the probe weighs its one answer token; in a multi-goal response they
+        # are ~5 % of the trained tokens, so the copy after the match is otherwise a small share of the loss
+        "answer_weight": 0.0,
         # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
         "init_gain": 0.0,
         "init_residual_gain": 1.0,      # with init_gain: attention o_proj and MLP down_proj start this much smaller

@@ -12,6 +12,16 @@ hop's head should attend from the query uniformly over keys lo..hi. On the agent
     goal         each position that predicts an answer digit -> the goal's label tokens
     match        each position that predicts an answer digit -> the last token of the target line's label
 
+or, with the two digits of an index copied by two heads (one head copying both sends the same vector to both
+digit positions, so neither can be read off it directly):
+
+    index_next   every screen label token  -> the token after its index's first digit (the second digit, or
+                 the "]" that ends a one-digit index)
+    match_first  the position that predicts the first digit -> the target line's last label token; the position
+                 after it -> itself (nothing to copy there)
+    match_next   the position after the first digit (it predicts the second digit or the closing token) -> the
+                 target line's last label token; the position before it -> itself
+
 so the target line's last label token carries its words and index (layer 0), the answer position carries the
 goal's words, and the last hop copies the matched line's index. Reading a value (`"text": "v"`, v on one of the
 lines after the goal's row) takes a third hop, as the value's line cannot see its row's label by itself:
@@ -32,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +50,8 @@ import numpy as np
 
 from gui_jax.models.qwen2_5_vl.layers import dense
 
-HOPS = ("index_first", "index_last", "label_bag", "goal", "match", "row", "prev_token", "read_match")
+HOPS = ("index_first", "index_last", "label_bag", "goal", "match", "row", "prev_token", "read_match", "index_next",
+        "match_first", "match_next")
 DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3,match=1.0"
 # three layers: the tap hops as above, and reading: each value token gathers its row's label and its predecessor
 # (layer 1), so the layer-2 match can find the value of the goal's row token by token
@@ -49,7 +60,9 @@ _STATUS_TAG = re.compile(r"\s+\([^()]*\)$")
 READ_WINDOW = 3          # a value sits at most this many lines after its row's label (a row's sub line between)
 # (hop, hop): the first builds what the second's keys or queries read, so it must sit in an earlier layer
 _ORDER = (("goal", "match"), ("label_bag", "match"), ("label_bag", "row"), ("goal", "read_match"),
-          ("row", "read_match"), ("prev_token", "read_match"))
+          ("row", "read_match"), ("prev_token", "read_match"), ("goal", "match_first"), ("goal", "match_next"),
+          ("label_bag", "match_first"), ("label_bag", "match_next"), ("index_first", "match_first"),
+          ("index_next", "match_next"))
 _TEXT = re.compile(r'"text":\s*"([^"\\]*)"')
 _LINE = re.compile(r"\[(\d+)\][^\n;]*; ([^\n]*)")
 _ELEMENT = re.compile(r'"element":\s*(\d+)')
@@ -78,6 +91,8 @@ def parse_layout(spec: str, num_layers: int, num_heads: int) -> dict[str, tuple[
     taken = [where for name, where in out.items() if not (name == "goal" and where == out.get("label_bag"))]
     if len(set(taken)) != len(taken):
         raise ValueError(f"pointer layout {spec!r} puts two hops on one head (only goal may share label_bag's)")
+    if "match" in out and ("match_first" in out or "match_next" in out):
+        raise ValueError(f"pointer layout {spec!r}: match copies every digit; use it or match_first + match_next")
     for before, after in _ORDER:
         if before in out and after in out and out[before][0] >= out[after][0]:
             raise ValueError(f"pointer layout {spec!r}: the {before} hop must sit in an earlier layer than the "
@@ -125,8 +140,10 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read:
         lo, hi = _tokens_in(starts, m.start(2), m.start(2) + len(label))
         if lo <= last_digit:
             raise ValueError(f"{where}: line {m.group(0)!r} shares a token between its index and its label")
+        after_first = first_digit + 1          # the second digit, or the "]" of a one-digit index
         for q in range(lo, hi + 1):
-            rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q)]
+            rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q),
+                     (8, q, after_first, after_first)]
         lines.append(_Line(int(m.group(1)), label, m.start(2), hi))
     rows += (_read_rows if read else _tap_rows)(text, starts, prompt_end, lines, where)
     return np.asarray(rows, np.int32).reshape(-1, 4)
@@ -166,6 +183,9 @@ def _tap_rows(text, starts, prompt_end, lines, where):
         d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
         for t in range(d_lo, d_hi + 1):
             rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, line.last, line.last)]
+        first, after = d_lo - 1, d_lo          # the queries of the first digit and of what follows it
+        rows += [(9, first, line.last, line.last), (9, after, after, after),
+                 (10, after, line.last, line.last), (10, first, first, first)]
     return rows
 
 
@@ -217,8 +237,10 @@ class PiecePointers:
     """`pointers(sample, where)`: item_pointers of a TrainSample through a tokenizer
     (each id's text decoded once and cached; no token may decode to part of a character)."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, hops: Optional[Sequence[str]] = None):
+        """hops: keep only the rows of these hops (a layout's), as the loss scores no other row."""
         self.tokenizer, self.pieces = tokenizer, {}
+        self.keep = None if hops is None else np.asarray([HOPS.index(h) for h in hops], np.int32)
 
     def __call__(self, sample, where: str = "", read: bool = False) -> np.ndarray:
         ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
@@ -229,7 +251,8 @@ class PiecePointers:
         if any("\ufffd" in p for p in pieces):   # a byte token of a split character: offsets would drift
             raise ValueError(f"{where}: a token decodes to part of a character; attention pointers need "
                              "token-aligned text")
-        return item_pointers(pieces, len(sample.prompt_ids), where, read)
+        rows = item_pointers(pieces, len(sample.prompt_ids), where, read)
+        return rows if self.keep is None else rows[np.isin(rows[:, 0], self.keep)]
 
 
 def layer_qk(layer, layer_input, cos, sin):
@@ -270,7 +293,7 @@ def head_log_attention_rows(layer, qk, head: int, segment_ids, rows):
     return jax.nn.log_softmax(jnp.where(allowed, scores, -1e30), -1)
 
 
-READOUT_HOPS = ("index_first", "index_last")
+READOUT_HOPS = ("index_first", "index_last", "index_next")
 
 
 def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]],

@@ -99,15 +99,17 @@ class CurriculumStream:
 
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
                  batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1,
-                 pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0):
+                 pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
+                 hops: Optional[Sequence[str]] = None):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
-        read_pointers, read items too. app_pages: the share of items on PhoneSim's own app pages (PretrainSource)."""
+        read_pointers, read items too; hops: only these hops' rows (the layout's). app_pages: the share of items on
+        PhoneSim's own app pages (PretrainSource)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
-        self.pointers = PiecePointers(self.encoder.tokenizer) if pointers or read_pointers else None
+        self.pointers = PiecePointers(self.encoder.tokenizer, hops) if pointers or read_pointers else None
         self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
                                        goals_per_screen=goals_per_screen, app_pages=app_pages) for s in stages]
@@ -299,7 +301,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)),
                               pointers=float(cfg.get("pointer_weight", 0.0)) > 0,
                               read_pointers="read_match" in pointer_layout(cfg, agent.model_config),
-                              app_pages=float(cfg.get("app_pages", 0.0)))
+                              app_pages=float(cfg.get("app_pages", 0.0)),
+                              hops=tuple(pointer_layout(cfg, agent.model_config)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
@@ -316,7 +319,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     readout_weight = float(cfg.get("index_readout_weight", 0.0)) if layout else 0.0
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
                                   int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout,
-                                  readout_weight, digit_ids(stream.encoder.tokenizer) if readout_weight else ()),
+                                  readout_weight, digit_ids(stream.encoder.tokenizer) if readout_weight else (),
+                                  float(cfg.get("answer_weight", 0.0)) if layout else 0.0),
                       optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     result = {"reading": {}, "tokens_per_s": None,

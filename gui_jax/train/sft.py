@@ -115,7 +115,7 @@ def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights
 
 def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0,
                 pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None,
-                readout_weight: float = 0.0, readout_ids: Sequence[int] = ()):
+                readout_weight: float = 0.0, readout_ids: Sequence[int] = (), answer_weight: float = 0.0):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
     the model dense copy targets (e.g. the goal repeated after the screen), not just one action.
@@ -123,7 +123,9 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
     hops of `pointer_layout` ({hop: (layer, head)}) of the mean attention cross-entropy
     (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`;
     readout_weight > 0: + readout_weight · the same of the index hops' readout over the tokens `readout_ids`
-    (the index digits; attention_pointers.pointer_ce)."""
+    (the index digits; attention_pointers.pointer_ce); answer_weight > 0: + answer_weight · #response tokens ·
+    the mean −log p of the answer tokens alone (the tokens the match and read_match hops predict), so the look-up's
+    answer weighs as much as one hop however long the response around it is."""
     from gui_jax.train.attention_pointers import READOUT_HOPS, pointer_ce
 
     def loss(params, batch, rng):
@@ -161,14 +163,33 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
             reads = sum(v for k, v in ce.items() if k.startswith("readout_"))
             total = total + n * (pointer_weight * hops + readout_weight * reads)
             metrics.update({f"pointer_ce_{k}": v for k, v in ce.items()})
+            if answer_weight > 0:
+                answer_nll = _answer_nll(logp, batch["pointers"])
+                total = total + n * answer_weight * answer_nll
+                metrics["answer_nll"] = answer_nll
         elif pointer_weight > 0 and pointer_layout:
             # a micro-batch with no pointed item (e.g. only state items) still reports every pointer metric, as an
             # empty (sum, count) pair: the micro-batch accumulator needs the same metric names in every micro-batch
             names = list(pointer_layout) + [f"readout_{h}" for h in READOUT_HOPS
                                             if readout_weight > 0 and h in pointer_layout]
             metrics.update({f"pointer_ce_{k}": (jnp.zeros(()), jnp.zeros(())) for k in names})
+            if answer_weight > 0:
+                metrics["answer_nll"] = (jnp.zeros(()), jnp.zeros(()))
         return total, n, metrics
     return loss
+
+
+def _answer_nll(logp, pointers):
+    """Mean −log p of the answer tokens: the token after each match / match_next / read_match query (the index
+    digits, the token closing a one-digit index, a read value's tokens and its closing quote). logp [B, L] (0 off
+    the response), pointers int32 [B, K, 4] (hop, query, lo, hi; hop −1 = padding)."""
+    from gui_jax.train.attention_pointers import HOPS
+    hop, q = pointers[..., 0], pointers[..., 1]
+    answer = sum((hop == HOPS.index(h)) for h in ("match", "match_next", "read_match")).astype(jnp.float32)  # [B, K]
+    at = jnp.minimum(q + 1, logp.shape[1] - 1)
+    rows = jnp.arange(logp.shape[0])[:, None]
+    weight = jnp.zeros(logp.shape, jnp.float32).at[rows, at].max(answer)      # each answer token once
+    return -(logp * weight).sum() / jnp.maximum(weight.sum(), 1.0)
 
 
 def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, workdir: str,

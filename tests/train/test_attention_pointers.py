@@ -24,7 +24,12 @@ def test_pointers_name_the_index_the_label_the_goal_and_the_match():
             ("index_first", 21, 16, 16), ("index_last", 21, 17, 17), ("label_bag", 21, 20, 21),
             ("label_bag", 26, 26, 26), ("label_bag", 27, 26, 27),          # the goal's label, after the screen
             ("goal", 32, 26, 27), ("match", 32, 21, 21),                    # " " predicts "1"
-            ("goal", 33, 26, 27), ("match", 33, 21, 21)}                    # "1" predicts "2"
+            ("goal", 33, 26, 27), ("match", 33, 21, 21),                    # "1" predicts "2"
+            # the two-head copy: after each index's first digit come "]" (line [3]) and "2" (line [12])
+            ("index_next", 12, 9, 9), ("index_next", 13, 9, 9), ("index_next", 20, 17, 17),
+            ("index_next", 21, 17, 17),
+            ("match_first", 32, 21, 21), ("match_first", 33, 33, 33),      # the first digit's query; "1": itself
+            ("match_next", 33, 21, 21), ("match_next", 32, 32, 32)}         # "1" predicts "2"; " ": itself
     assert got == want and len(rows) == len(want)
 
 
@@ -48,13 +53,18 @@ def test_pointers_name_what_is_wrong():
     # the goal's label may be gathered by the head that gathers each screen label (disjoint query rows)
     assert parse_layout("label_bag=0.1,goal=0.1,match=1.0", 3, 4) == {"label_bag": (0, 1), "goal": (0, 1),
                                                                         "match": (1, 0)}
+    with pytest.raises(ValueError, match="match copies every digit; use it or match_first \\+ match_next"):
+        parse_layout("match=1.0,match_next=1.3", 3, 4)
+    with pytest.raises(ValueError, match="the index_next hop must sit in an earlier layer than the match_next"):
+        parse_layout("index_next=1.2,match_next=1.3", 3, 4)
 
 
 def test_each_later_goal_points_at_its_own_label_and_line():
     turn = ["<|im_end|>", "Goal", ":", " Tap", " Blue", " Sun", "<|im_end|>", '{"', "element", '":', " ", "3", "}"]
     rows = item_pointers(PIECES + turn, PROMPT_LEN, "item 0").tolist()
     later = [r for r in rows if r[1] >= 36]
-    assert later == [[2, 40, 40, 40], [2, 41, 40, 41], [3, 46, 40, 41], [4, 46, 13, 13]]   # " " predicts "3"
+    assert later == [[2, 40, 40, 40], [2, 41, 40, 41], [3, 46, 40, 41], [4, 46, 13, 13],   # " " predicts "3"
+                     [9, 46, 13, 13], [9, 47, 47, 47], [10, 47, 13, 13], [10, 46, 46, 46]]
     assert rows[:len(rows) - len(later)] == item_pointers(PIECES, PROMPT_LEN).tolist()
 
 
@@ -203,9 +213,11 @@ READ_PIECES = ["Goal", ":", " Read", " Red", " Sun", "\nUI:", "\n", "[", "3", "]
 def test_read_pointers_name_the_row_the_predecessor_and_the_value_token_by_token():
     rows = item_pointers(READ_PIECES, 29, "item 0", read=True)
     got = {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist()}
-    screen = {(hop, q, key, key) for q in (11, 12) for hop, key in (("index_first", 8), ("index_last", 8))}
+    screen = {(hop, q, key, key) for q in (11, 12)
+              for hop, key in (("index_first", 8), ("index_last", 8), ("index_next", 9))}
     screen |= {("label_bag", 11, 11, 11), ("label_bag", 12, 11, 12)}
     screen |= {(hop, q, 15, 15) for q in range(18, 22) for hop in ("index_first", "index_last")}
+    screen |= {("index_next", q, 16, 16) for q in range(18, 22)}
     screen |= {("label_bag", q, 18, q) for q in range(18, 22)}
     want = screen | {("label_bag", 26, 26, 26), ("label_bag", 27, 26, 27)}
     want |= {("row", q, 12, 12) for q in range(18, 23)} | {("prev_token", q, q - 1, q - 1) for q in range(18, 23)}
@@ -318,3 +330,44 @@ def test_a_status_tag_after_a_label_is_not_part_of_the_name_the_goal_uses():
     rows = item_pointers(tagged, PROMPT_LEN + 3, "item 0").tolist()
     assert [3, 35, 29, 30] in rows and [4, 35, 21, 21] in rows   # goal and match hops as without the tag
     assert not any(r[1] in (22, 23, 24) for r in rows)          # the tag's tokens are no label tokens
+
+
+def test_answer_weight_adds_the_mean_nll_of_the_tokens_the_match_hops_predict():
+    """answer_weight w: + w · #response tokens · mean −log p of the tokens after match / read_match queries, each
+    once however many hops point from its query; other hops, padding and prompt positions add nothing."""
+    from flax import nnx
+
+    from gui_jax.rl.batch import model_forward_logprobs
+    from gui_jax.train.sft import sft_loss_fn
+    model, _ = _small_model(2)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    layout = {"index_first": (0, 0), "match": (1, 0)}
+    # prompt 6 tokens, response 4 (positions 6..9); match queries 6 and 7 (twice) -> answers 7, 8; read_match 8
+    # -> 9; index_first from 7 and padding rows do not count
+    pointers = np.asarray([[4, 6, 1, 1], [4, 7, 2, 2], [4, 7, 2, 2], [7, 8, 3, 3], [0, 7, 1, 1], [-1, 0, 0, 0]])
+    sample = TrainSample(np.arange(6) + 100, np.asarray([120, 121, 122, 123]), pointers=pointers)
+    batch = build_batch([sample], model.cfg, pad_id=0)
+    base = sft_loss_fn(graphdef, rest, pointer_weight=0.1, pointer_layout=layout)
+    weighted = sft_loss_fn(graphdef, rest, pointer_weight=0.1, pointer_layout=layout, answer_weight=2.0)
+    (t0, n0, _), (t1, n1, m1) = base(params, batch, None), weighted(params, batch, None)
+    logp = np.asarray(model_forward_logprobs(nnx.merge(graphdef, params, rest), batch)[0])[0]
+    expected = -(logp[7] + logp[8] + logp[9]) / 3
+    assert float(n0) == float(n1) == 4.0
+    np.testing.assert_allclose(float(m1["answer_nll"]), expected, rtol=1e-5)
+    np.testing.assert_allclose(float(t1) - float(t0), 2.0 * 4.0 * expected, rtol=1e-4)
+
+
+def test_piece_pointers_keep_only_the_layouts_hops():
+    """The stream carries only the rows its layout scores (the others would cost attention rows for nothing)."""
+    from gui_jax.train.attention_pointers import PiecePointers
+
+    class Pieces:   # a tokenizer whose ids are indices into PIECES
+        def decode(self, ids):
+            return PIECES[ids[0]]
+
+    sample = TrainSample(np.arange(PROMPT_LEN), np.arange(PROMPT_LEN, len(PIECES)))
+    every = PiecePointers(Pieces())(sample, "item 0")
+    some = PiecePointers(Pieces(), ("index_next", "match_next"))(sample, "item 0")
+    assert every.tolist() == item_pointers(PIECES, PROMPT_LEN, "item 0").tolist()
+    assert some.tolist() == [r for r in every.tolist() if HOPS[r[0]] in ("index_next", "match_next")]
+    assert len(some) == 6
