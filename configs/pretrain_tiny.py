@@ -85,6 +85,9 @@ def get_config():
         # digits, a read value's tokens), as the probe weighs its one answer token; in a multi-goal response they
         # are ~5 % of the trained tokens, so the copy after the match is otherwise a small share of the loss
         "answer_weight": 0.0,
+        # how a readout scales its head's output: own (by its own RMS: the direction only) | residual (by the RMS
+        # of the residual stream it joins: the head's direct share of the logits, so the copy must also be large)
+        "readout_scale": "own",
         # > 0 (from random weights only): the language model's matrices start at std gain/sqrt(fan_in), not 0.02
         "init_gain": 0.0,
         "init_residual_gain": 1.0,      # with init_gain: attention o_proj and MLP down_proj start this much smaller

@@ -194,6 +194,9 @@ def run(config, workdir: str) -> None:
     try:  # configuration errors before any model is built
         stages = curriculum_of(cfg)
         parse_mix(cfg.mix)
+        from gui_jax.train.attention_pointers import READOUT_SCALES
+        if cfg.get("readout_scale", "own") not in READOUT_SCALES:
+            raise ValueError(f"pretrain.readout_scale {cfg.readout_scale!r}: one of {', '.join(READOUT_SCALES)}")
         prompt_cfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:
         raise RunError(str(e)) from None

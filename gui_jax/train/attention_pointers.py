@@ -293,11 +293,14 @@ def head_log_attention_rows(layer, qk, head: int, segment_ids, rows):
     return jax.nn.log_softmax(jnp.where(allowed, scores, -1e30), -1)
 
 
-READOUT_HOPS = ("index_first", "index_last", "index_next")
+READOUT_HOPS = ("index_first", "index_last", "index_next", "match_first", "match_next")
+READOUT_SCALES = ("own", "residual")
+# read out against the answer token the query predicts (the copied digit), not the token at the key
+_ANSWER_READOUTS = ("match_first", "match_next")
 
 
 def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]],
-               readout=None):
+               readout=None, readout_scale: str = "own"):
     """Per-hop mean cross-entropy {hop: scalar} and entry counts {hop: scalar} of `pointers` int32 [B, K, 4]
     (hop, query, lo, hi; hop −1 = padding) against the heads of `layout`; layer_inputs[l]: the input of
     layer l [B, L, H]. Target: uniform over keys lo..hi, so the cross-entropy is −mean log a(q, lo..hi).
@@ -305,7 +308,16 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
     readout (input_ids [B, L], readout_ids int32 [D], unembed: [B, K, H] → logits [B, K, D]): also
     {"readout_<hop>": ...} for the READOUT_HOPS in `layout`: the cross-entropy of what the hop's head adds to
     the residual at each query, unembedded over the tokens `readout_ids`, against the token at its key lo (the
-    index digit), so the first half of the copy circuit is learnt directly, not only through the match hop."""
+    index digit), so the first half of the copy circuit is learnt directly, not only through the match hop; for
+    match_first / match_next against the token after the query (the digit the copy writes; their rows that point
+    a query at itself are not read out), so the copy's second half is learnt directly too. Rows whose target is
+    not among `readout_ids` (the "]" of a one-digit index) are skipped.
+    readout_scale: "own" unembeds the head's output normalised by its own RMS (unembed(h)), which teaches its
+    direction only; "residual" divides it by the RMS of the residual stream it joins (the next layer's input for
+    the index hops, the last layer's output for the copy hops; unembed(h, rms)), i.e. the head's direct share of
+    the logits there, so the copied digit must also be large beside everything else the stream carries."""
+    if readout_scale not in READOUT_SCALES:
+        raise ValueError(f"readout_scale {readout_scale!r}: one of {', '.join(READOUT_SCALES)}")
     hop, q, lo, hi = (pointers[..., i] for i in range(4))
     keys = jnp.arange(layer_inputs[0].shape[1])
     in_range = (keys[None, None] >= lo[..., None]) & (keys[None, None] <= hi[..., None])     # [B, K, L]
@@ -322,9 +334,17 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
             input_ids, readout_ids, unembed = readout
             if layer not in values:                  # both index hops share layer 0's values
                 values[layer] = _layer_values(layers[layer], layer_inputs[layer])
-            logits = unembed(_head_output_rows(layers[layer], None, rows, head, values[layer]))   # [B, K, D]
-            target = jnp.take_along_axis(input_ids, lo.clip(0), axis=1)[..., None] == readout_ids  # [B, K, D]
-            valid = sel * target.any(-1)
+            answer = name in _ANSWER_READOUTS
+            out = _head_output_rows(layers[layer], None, rows, head, values[layer])                 # [B, K, H]
+            if readout_scale == "own":
+                logits = unembed(out)                                                                 # [B, K, D]
+            else:
+                joins = layer_inputs[-1 if answer else layer + 1]
+                at_q = jnp.take_along_axis(joins, q.clip(0)[..., None], axis=1).astype(jnp.float32)
+                logits = unembed(out, jnp.sqrt(jnp.mean(at_q * at_q, axis=-1, keepdims=True) + 1e-6))
+            at = jnp.minimum(q + 1, input_ids.shape[1] - 1) if answer else lo.clip(0)
+            target = jnp.take_along_axis(input_ids, at, axis=1)[..., None] == readout_ids          # [B, K, D]
+            valid = sel * target.any(-1) * ((lo != q) if answer else True)
             nll = -(jax.nn.log_softmax(logits.astype(jnp.float32)) * target).sum(-1)
             ce[f"readout_{name}"] = (nll * valid).sum() / jnp.maximum(valid.sum(), 1.0)
     return ce, count

@@ -320,7 +320,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
                                   int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout,
                                   readout_weight, digit_ids(stream.encoder.tokenizer) if readout_weight else (),
-                                  float(cfg.get("answer_weight", 0.0)) if layout else 0.0),
+                                  float(cfg.get("answer_weight", 0.0)) if layout else 0.0,
+                                  str(cfg.get("readout_scale", "own"))),
                       optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     result = {"reading": {}, "tokens_per_s": None,

@@ -115,7 +115,8 @@ def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights
 
 def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0,
                 pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None,
-                readout_weight: float = 0.0, readout_ids: Sequence[int] = (), answer_weight: float = 0.0):
+                readout_weight: float = 0.0, readout_ids: Sequence[int] = (), answer_weight: float = 0.0,
+                readout_scale: str = "own"):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
     the model dense copy targets (e.g. the goal repeated after the screen), not just one action.
@@ -123,9 +124,9 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
     hops of `pointer_layout` ({hop: (layer, head)}) of the mean attention cross-entropy
     (train/attention_pointers.py), so after the division by the token count each hop weighs `pointer_weight`;
     readout_weight > 0: + readout_weight · the same of the index hops' readout over the tokens `readout_ids`
-    (the index digits; attention_pointers.pointer_ce); answer_weight > 0: + answer_weight · #response tokens ·
-    the mean −log p of the answer tokens alone (the tokens the match and read_match hops predict), so the look-up's
-    answer weighs as much as one hop however long the response around it is."""
+    (the index digits; attention_pointers.pointer_ce, with its `readout_scale`); answer_weight > 0:
+    + answer_weight · #response tokens · the mean −log p of the answer tokens alone (the tokens the match and
+    read_match hops predict), so the look-up's answer weighs as much as one hop however long the response is."""
     from gui_jax.train.attention_pointers import READOUT_HOPS, pointer_ce
 
     def loss(params, batch, rng):
@@ -156,9 +157,12 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
             if readout_weight > 0:
                 table = (model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...])[
                     jnp.asarray(readout_ids)]                                                     # [D, H]
-                readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32),
-                           lambda h: dense(lm.norm(h), table.astype(h.dtype), "...h,vh->...v"))
-            ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout)
+                def unembed(h, rms=None):   # rms given: h's share of the logits of a residual with that RMS
+                    normed = lm.norm(h) if rms is None else lm.norm.scale[...] * (h / rms).astype(h.dtype)
+                    return dense(normed, table.astype(h.dtype), "...h,vh->...v")
+                readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32), unembed)
+            ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout,
+                               readout_scale)
             hops = sum(v for k, v in ce.items() if not k.startswith("readout_"))
             reads = sum(v for k, v in ce.items() if k.startswith("readout_"))
             total = total + n * (pointer_weight * hops + readout_weight * reads)

@@ -303,6 +303,21 @@ def test_index_readout_is_the_heads_own_output_scored_against_the_key_token():
     np.testing.assert_allclose(float(ce["readout_index_first"]), float(want_first), rtol=1e-5)
     assert float(ce["readout_index_last"]) == 0.0          # its key (token 4) is not a digit: nothing to read
 
+    # match_first reads its head's output against the token after the query (the digit it copies); a row that
+    # points a query at itself has nothing to copy, and a target that is no digit is not read out
+    layer1, x1 = lm.layers[1], out.hidden_states[1]
+    digits = jnp.asarray([int(ids[0, 6]), 7, 8], jnp.int32)
+    table = lm.embed_tokens[...][digits]
+    unembed = lambda h: jnp.dot(lm.norm(h), table.T)
+    if int(ids[0, 4]) in (int(ids[0, 6]), 7, 8):
+        raise AssertionError("test ids: token 4 must not be a digit")
+    pointers = jnp.asarray([[[9, 5, 2, 2], [9, 6, 6, 6], [9, 3, 1, 1]]], jnp.int32)
+    ce, _ = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"match_first": (1, 3)},
+                       (ids, digits, unembed))
+    row = head_log_attention(layer1, x1, cos, sin, 3, seg)[:, 5:6]
+    copied = unembed(_head_output_rows(layer1, x1, row, 3))[0, 0]
+    np.testing.assert_allclose(float(ce["readout_match_first"]), float(-jax.nn.log_softmax(copied)[0]), rtol=1e-5)
+
 
 def test_a_micro_batch_without_pointers_reports_every_pointer_metric_as_empty():
     """Micro-batches are accumulated by metric name: one whose items carry no pointers (e.g. only state goals)
@@ -371,3 +386,36 @@ def test_piece_pointers_keep_only_the_layouts_hops():
     assert every.tolist() == item_pointers(PIECES, PROMPT_LEN, "item 0").tolist()
     assert some.tolist() == [r for r in every.tolist() if HOPS[r[0]] in ("index_next", "match_next")]
     assert len(some) == 6
+
+
+def test_a_residual_scaled_readout_is_the_heads_share_of_the_logits_where_it_joins():
+    """readout_scale='residual': the head's output over the RMS of the residual it joins (the last layer's output
+    for a copy hop) times the final norm's scale, unembedded: its additive share of the model's logits."""
+    import jax
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train.attention_pointers import _head_output_rows, head_log_attention, pointer_ce
+    model, text = _small_model(2)
+    lm = model.language_model
+    ids = jnp.asarray(np.random.default_rng(3).integers(100, 300, (1, 8)))
+    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
+    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
+    cos, sin = mrope_cos_sin(positions, text)
+    seg = jnp.ones((1, 8), jnp.int32)
+    digits = jnp.asarray([int(ids[0, 6]), 7, 8], jnp.int32)
+    table = lm.embed_tokens[...][digits]
+    unembed = lambda h, rms=None: jnp.dot(lm.norm(h) if rms is None else lm.norm.scale[...] * h / rms, table.T)
+    pointers = jnp.asarray([[[9, 5, 2, 2]]], jnp.int32)
+    ce, _ = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"match_first": (1, 2)},
+                       (ids, digits, unembed), readout_scale="residual")
+    final = out.hidden_states[-1][0, 5]          # the last layer's output: the final norm's input
+    np.testing.assert_allclose(np.asarray(lm.norm(out.hidden_states[-1])), np.asarray(out.last_hidden_state),
+                               atol=1e-5)
+    head = _head_output_rows(lm.layers[1], out.hidden_states[1], head_log_attention(
+        lm.layers[1], out.hidden_states[1], cos, sin, 2, seg)[:, 5:6], 2)[0, 0]
+    share = (lm.norm.scale[...] * head / jnp.sqrt(jnp.mean(final * final) + 1e-6)) @ table.T
+    np.testing.assert_allclose(float(ce["readout_match_first"]), float(-jax.nn.log_softmax(share)[0]), rtol=1e-4)
+    with pytest.raises(ValueError, match="readout_scale 'norm': one of own, residual"):
+        pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"match_first": (1, 2)},
+                   (ids, digits, unembed), readout_scale="norm")
