@@ -93,6 +93,19 @@ def _small_model(layers=2):
         base.vision, out_hidden_size=32)), rngs=nnx.Rngs(0)), text
 
 
+def _small_forward(seed: int):
+    """(language model, ids [1, 8], its output with every layer's input, cos, sin, segment ids) of _small_model(2)
+    on 8 random token ids."""
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    model, text = _small_model(2)
+    ids = jnp.asarray(np.random.default_rng(seed).integers(100, 300, (1, 8)))
+    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
+    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
+    return (model.language_model, ids, out, *mrope_cos_sin(positions, text), jnp.ones((1, 8), jnp.int32))
+
+
 def test_supervised_heads_are_the_models_own_attention_in_packed_rows():
     """head_log_attention recomputes a head's pattern; weighting each head's values by it and projecting must give
     the layer's own attention output (also across packed segments), so the pointer loss trains what the model
@@ -121,15 +134,8 @@ def test_supervised_heads_are_the_models_own_attention_in_packed_rows():
 def test_pointer_loss_is_the_mean_log_attention_over_each_key_range():
     import jax.numpy as jnp
 
-    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
     from gui_jax.train.attention_pointers import head_log_attention, pointer_ce
-    model, text = _small_model(2)
-    lm = model.language_model
-    ids = jnp.asarray(np.random.default_rng(1).integers(100, 300, (1, 8)))
-    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
-    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
-    cos, sin = mrope_cos_sin(positions, text)
-    seg = jnp.ones((1, 8), jnp.int32)
+    lm, ids, out, cos, sin, seg = _small_forward(1)
     pointers = jnp.asarray([[[3, 5, 1, 3], [3, 7, 6, 6], [4, 6, 2, 2], [-1, 0, 0, -1]]], jnp.int32)
     ce, count = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"goal": (0, 1), "match": (1, 2)})
     goal = head_log_attention(lm.layers[0], out.hidden_states[0], cos, sin, 1, seg)[0]
@@ -276,15 +282,8 @@ def test_index_readout_is_the_heads_own_output_scored_against_the_key_token():
     import jax
     import jax.numpy as jnp
 
-    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
     from gui_jax.train.attention_pointers import _head_output_rows, head_log_attention, pointer_ce
-    model, text = _small_model(2)
-    lm = model.language_model
-    ids = jnp.asarray(np.random.default_rng(2).integers(100, 300, (1, 8)))
-    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
-    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
-    cos, sin = mrope_cos_sin(positions, text)
-    seg = jnp.ones((1, 8), jnp.int32)
+    lm, ids, out, cos, sin, seg = _small_forward(2)
     layer, x = lm.layers[0], out.hidden_states[0]
     rows = jnp.stack([head_log_attention(layer, x, cos, sin, h, seg)[:, 5:7] for h in range(4)])   # [4, 1, 2, 8]
     parts = sum(_head_output_rows(layer, x, rows[h], h) for h in range(4))
@@ -394,15 +393,8 @@ def test_a_residual_scaled_readout_is_the_heads_share_of_the_logits_where_it_joi
     import jax
     import jax.numpy as jnp
 
-    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
     from gui_jax.train.attention_pointers import _head_output_rows, head_log_attention, pointer_ce
-    model, text = _small_model(2)
-    lm = model.language_model
-    ids = jnp.asarray(np.random.default_rng(3).integers(100, 300, (1, 8)))
-    positions = jnp.broadcast_to(jnp.arange(8)[None, None], (3, 1, 8))
-    out = model(ids, position_ids=positions, output_hidden_states=True, compute_logits=False)
-    cos, sin = mrope_cos_sin(positions, text)
-    seg = jnp.ones((1, 8), jnp.int32)
+    lm, ids, out, cos, sin, seg = _small_forward(3)
     digits = jnp.asarray([int(ids[0, 6]), 7, 8], jnp.int32)
     table = lm.embed_tokens[...][digits]
     unembed = lambda h, rms=None: jnp.dot(lm.norm(h) if rms is None else lm.norm.scale[...] * h / rms, table.T)
