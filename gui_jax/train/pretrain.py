@@ -297,12 +297,13 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     # a snapshot ships in bf16; AdamW keeps float32 master weights (compute is float32 either way)
     agent.set_params(jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x, agent.params))
     first_step = int(cfg.get("first_step", 0))
+    layout = pointer_layout(cfg, agent.model_config)
     stream = CurriculumStream(agent, prompt_cfg, stages, parse_mix(cfg.mix), batch_size=cfg.batch_size, seed=seed,
                               first_step=first_step, goals_per_screen=int(cfg.get("goals_per_screen", 1)),
                               pointers=float(cfg.get("pointer_weight", 0.0)) > 0,
-                              read_pointers="read_match" in pointer_layout(cfg, agent.model_config),
+                              read_pointers="read_match" in layout,
                               app_pages=float(cfg.get("app_pages", 0.0)),
-                              hops=tuple(pointer_layout(cfg, agent.model_config)))
+                              hops=tuple(layout))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
@@ -315,7 +316,6 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                                max_grad_norm=cfg.max_grad_norm, schedule=cfg.schedule,
                                # the optimizer counts this run's updates, which start at first_step
                                total_steps=cfg.num_steps - first_step, decay_steps=int(cfg.get("decay_steps", 0)))
-    layout = pointer_layout(cfg, agent.model_config)
     readout_weight = float(cfg.get("index_readout_weight", 0.0)) if layout else 0.0
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest, float(cfg.prompt_loss_weight),
                                   int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout,
