@@ -96,7 +96,7 @@ def first_overrides(overrides: list[str], changes: list[dict]) -> list[str]:
 
 def model_card(config, workdir: str, out: dict) -> str:
     """README.md of the exported base: how it was made and what it reads, from the run's own records. A run that
-    continues from a snapshot (pretrain.first_step > 0) lists the snapshot's phases before its own, so the card
+    continues from a snapshot (model.checkpoint set) lists the snapshot's phases before its own, so the card
     keeps the command and first losses of the phase that started from random weights."""
     from gui_jax.eval.metrics import wilson_interval
     from gui_jax.jobs.common import recipe_changes, version_info
@@ -128,11 +128,13 @@ def model_card(config, workdir: str, out: dict) -> str:
     overrides = [a for a in sys.argv[1:] if a.startswith("--config.") and not a.startswith(RUN_CONTROL)]
     changes = recipe_changes(workdir)
     overrides = first_overrides(overrides, changes)   # the command that started this phase
-    start = int(cfg.get("first_step", 0))
-    parents = parent_phases(config.model.checkpoint) if start else []
+    start, snapshot = int(cfg.get("first_step", 0)), config.model.checkpoint
+    # any run that loads a snapshot continues it (first_step 0 only restarts the update count and curriculum)
+    parents = parent_phases(snapshot) if snapshot else []
+    origin = (f"from the update-{start:,} snapshot `{snapshot}`" if start else f"from the snapshot `{snapshot}`"
+              ) if snapshot else "from random weights"
     phase = [
-        f"{PHASE_HEADER}{len(parents) + 1} (updates {start + 1:,}-{out['steps']:,}, "
-        + (f"from the update-{start:,} snapshot `{config.model.checkpoint}`)" if start else "from random weights)"),
+        f"{PHASE_HEADER}{len(parents) + 1} (updates {start + 1:,}-{out['steps']:,}, {origin})",
         f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
         f"- Generator: gui_jax {version_info()['gui_jax_version']} ({version_info()['git_describe']}): "
         "gui_jax/train/pretrain_data.py (labels: pretrain_labels.py, layouts: pretrain_screens.py, "

@@ -121,6 +121,24 @@ def test_card_of_a_continued_run_lists_the_snapshot_phases_first(tmp_path):
     assert "- Updates: 3 of batch 32 items" in phases[-1]
 
 
+def test_card_of_a_run_loaded_from_a_snapshot_without_first_step_keeps_its_provenance(tmp_path):
+    """A run that loads a snapshot but restarts the update count (first_step 0, a new schedule and curriculum)
+    still continues it: the card lists the snapshot's phases and never claims random weights for its own."""
+    import json
+
+    from gui_jax.core.recipe_files import recipe_config
+    from gui_jax.jobs.pretrain import card_phases, model_card
+    config = recipe_config(str(REPO / "configs" / "pretrain_tiny.py"))
+    config.model.checkpoint = "builtin:tiny-base"
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        for step in (1, 2):
+            f.write(json.dumps({"name": "pretrain/loss", "step": step, "value": 0.25}) + "\n")
+    phases = card_phases(model_card(config, str(tmp_path), {"steps": 2, "reading_n": {}}))
+    assert phases[:-1] == card_phases(CARD.read_text())
+    assert phases[-1].splitlines()[0] == f"### Phase {len(phases)} (updates 1-2, from the snapshot `builtin:tiny-base`)"
+    assert sum("from random weights" in p.splitlines()[0] for p in phases) == 1
+
+
 def test_wall_time_budget_ends_with_an_evaluated_exported_base(tmp_path, monkeypatch):
     """pretrain.max_minutes ends the run between two evaluations: the reading evaluation runs at the step
     reached and the base is exported, so a short lease leaves a usable result (the clock is faked: one second
