@@ -51,7 +51,8 @@ def settings(config) -> dict:
     bad = [o for o in objectives if o not in OBJECTIVES]
     if bad or len(set(objectives)) != len(objectives):
         raise RunError(f"config.base_eval.objectives = {objectives!r}: expected distinct names of "
-                       f"{', '.join(OBJECTIVES)} (() = PhoneSim only)")
+                       f"{', '.join(OBJECTIVES)} (() = PhoneSim only); on the command line a tuple: "
+                       "--config.base_eval.objectives=\"('tap','read')\"")
     lines = tuple(b.lines_range)
     if (len(lines) != 2 or not all(isinstance(v, int) for v in lines)
             or not MIN_LINES <= lines[0] <= lines[1] <= MAX_LINES):

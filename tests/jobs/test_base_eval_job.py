@@ -69,6 +69,13 @@ def test_refuses_without_weights_before_any_work(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_comma_string_of_objectives_is_refused_with_the_tuple_spelling():
+    config = tiny_config(untrained=True)
+    config.base_eval.objectives = ("tap,read",)     # what --config.base_eval.objectives=tap,read parses to
+    with pytest.raises(RunError, match=r"\('tap,read',\).*--config.base_eval.objectives=\"\('tap','read'\)\""):
+        base_eval.settings(config)
+
+
 def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypatch, capsys):
     """Scripted responses: the expert's for items 0, 3, 6, ..., a wrong element / value for 1, 4, 7, ...,
     unparsable text for the rest; the counts and Wilson bounds must follow exactly."""
