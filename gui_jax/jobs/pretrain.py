@@ -131,8 +131,9 @@ def model_card(config, workdir: str, out: dict) -> str:
     start, snapshot = int(cfg.get("first_step", 0)), config.model.checkpoint
     # any run that loads a snapshot continues it (first_step 0 only restarts the update count and curriculum)
     parents = parent_phases(snapshot) if snapshot else []
-    origin = (f"from the update-{start:,} snapshot `{snapshot}`" if start else f"from the snapshot `{snapshot}`"
-              ) if snapshot else "from random weights"
+    origin = "from random weights"
+    if snapshot:
+        origin = f"from the update-{start:,} snapshot `{snapshot}`" if start else f"from the snapshot `{snapshot}`"
     phase = [
         f"{PHASE_HEADER}{len(parents) + 1} (updates {start + 1:,}-{out['steps']:,}, {origin})",
         f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
