@@ -81,6 +81,10 @@ def get_config():
         # out over the digit tokens against their line's index digit (the copy circuit's first half learnt
         # directly: in the look-up probe it removed the plateau before the look-up forms)
         "index_readout_weight": 0.0,
+        # > 0 (with pointer_weight and read_match in the layout): + this weight x the cross-entropy of the read_match
+        # head's output read out over the whole vocabulary against the value token it copies (the read value's copy
+        # learnt directly, as index_readout_weight teaches the digits')
+        "value_readout_weight": 0.0,
         # > 0 (with pointer_weight): + this weight x the mean cross-entropy of the answer tokens alone (the index
         # digits, a read value's tokens), as the probe weighs its one answer token; in a multi-goal response they
         # are ~5 % of the trained tokens, so the copy after the match is otherwise a small share of the loss

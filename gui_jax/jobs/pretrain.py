@@ -149,6 +149,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"- Supervised attention: pointer_weight {cfg.get('pointer_weight', 0.0)}"
         + (f" on hops {cfg.pointer_layout}" if cfg.get("pointer_weight", 0.0) else "")
         + (f", index readout {cfg.index_readout_weight}" if cfg.get("index_readout_weight", 0.0) else "")
+        + (f", value readout {cfg.value_readout_weight}" if cfg.get("value_readout_weight", 0.0) else "")
         + f"; init gain {cfg.get('init_gain', 0.0) or 'std 0.02'}"
         + (f", residual outputs x{cfg.init_residual_gain}" if cfg.get("init_gain", 0.0) else ""),
         f"- Updates: {out['steps'] - start} of batch {cfg.batch_size} items; {int(tokens):,} tokens"
@@ -200,6 +201,11 @@ def run(config, workdir: str) -> None:
         from gui_jax.train.attention_pointers import READOUT_SCALES
         if cfg.get("readout_scale", "own") not in READOUT_SCALES:
             raise ValueError(f"pretrain.readout_scale {cfg.readout_scale!r}: one of {', '.join(READOUT_SCALES)}")
+        if float(cfg.get("value_readout_weight", 0.0)) > 0 and not (
+                float(cfg.get("pointer_weight", 0.0)) > 0 and "read_match=" in cfg.pointer_layout.replace(" ", "")):
+            raise ValueError(f"pretrain.value_readout_weight {cfg.value_readout_weight} reads out the read_match hop: "
+                             f"it needs pretrain.pointer_weight > 0 and read_match in pretrain.pointer_layout "
+                             f"({cfg.pointer_layout!r})")
         prompt_cfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:
         raise RunError(str(e)) from None

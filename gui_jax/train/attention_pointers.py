@@ -300,7 +300,7 @@ _ANSWER_READOUTS = ("match_first", "match_next")
 
 
 def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: dict[str, tuple[int, int]],
-               readout=None, readout_scale: str = "own"):
+               readout=None, readout_scale: str = "own", value_readout=None):
     """Per-hop mean cross-entropy {hop: scalar} and entry counts {hop: scalar} of `pointers` int32 [B, K, 4]
     (hop, query, lo, hi; hop −1 = padding) against the heads of `layout`; layer_inputs[l]: the input of
     layer l [B, L, H]. Target: uniform over keys lo..hi, so the cross-entropy is −mean log a(q, lo..hi).
@@ -315,7 +315,11 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
     readout_scale: "own" unembeds the head's output normalised by its own RMS (unembed(h)), which teaches its
     direction only; "residual" divides it by the RMS of the residual stream it joins (the next layer's input for
     the index hops, the last layer's output for the copy hops; unembed(h, rms)), i.e. the head's direct share of
-    the logits there, so the copied digit must also be large beside everything else the stream carries."""
+    the logits there, so the copied digit must also be large beside everything else the stream carries.
+    value_readout (input_ids [B, L], unembed_all: [B, K, H] → logits [B, K, V] over the whole vocabulary, with
+    the optional rms as above): also {"readout_read_match": ...} when `layout` places read_match: what its head
+    adds at each query, against the token after the query (the value token the copy writes), so a read value's
+    copy is learnt directly, as the index digits' is (a value token can be any token, hence the whole vocabulary)."""
     if readout_scale not in READOUT_SCALES:
         raise ValueError(f"readout_scale {readout_scale!r}: one of {', '.join(READOUT_SCALES)}")
     hop, q, lo, hi = (pointers[..., i] for i in range(4))
@@ -330,20 +334,28 @@ def pointer_ce(layers, layer_inputs, cos, sin, pointers, segment_ids, layout: di
         sel = (hop == HOPS.index(name)).astype(jnp.float32)
         n = sel.sum()
         ce[name], count[name] = (per * sel).sum() / jnp.maximum(n, 1.0), n
-        if readout is not None and name in READOUT_HOPS:
-            input_ids, readout_ids, unembed = readout
+        value = name == "read_match" and value_readout is not None
+        if (readout is not None and name in READOUT_HOPS) or value:
+            if value:
+                input_ids, unembed = value_readout
+            else:
+                input_ids, readout_ids, unembed = readout
             if layer not in values:                  # both index hops share layer 0's values
                 values[layer] = _layer_values(layers[layer], layer_inputs[layer])
-            answer = name in _ANSWER_READOUTS
+            answer = value or name in _ANSWER_READOUTS
             out = _head_output_rows(layers[layer], None, rows, head, values[layer])                 # [B, K, H]
             if readout_scale == "own":
-                logits = unembed(out)                                                                 # [B, K, D]
+                logits = unembed(out)                                                       # [B, K, D or V]
             else:
                 joins = layer_inputs[-1 if answer else layer + 1]
                 at_q = jnp.take_along_axis(joins, q.clip(0)[..., None], axis=1).astype(jnp.float32)
                 logits = unembed(out, jnp.sqrt(jnp.mean(at_q * at_q, axis=-1, keepdims=True) + 1e-6))
             at = jnp.minimum(q + 1, input_ids.shape[1] - 1) if answer else lo.clip(0)
-            target = jnp.take_along_axis(input_ids, at, axis=1)[..., None] == readout_ids          # [B, K, D]
+            token = jnp.take_along_axis(input_ids, at, axis=1)                                        # [B, K]
+            if value:   # every token is a class: no row is skipped
+                target = jax.nn.one_hot(token, logits.shape[-1], dtype=jnp.bool_)
+            else:
+                target = token[..., None] == readout_ids                                              # [B, K, D]
             valid = sel * target.any(-1) * ((lo != q) if answer else True)
             nll = -(jax.nn.log_softmax(logits.astype(jnp.float32)) * target).sum(-1)
             ce[f"readout_{name}"] = (nll * valid).sum() / jnp.maximum(valid.sum(), 1.0)

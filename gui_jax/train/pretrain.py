@@ -321,7 +321,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                                   int(cfg.prompt_loss_chunk), float(cfg.get("pointer_weight", 0.0)), layout,
                                   readout_weight, digit_ids(stream.encoder.tokenizer) if readout_weight else (),
                                   float(cfg.get("answer_weight", 0.0)) if layout else 0.0,
-                                  str(cfg.get("readout_scale", "own"))),
+                                  str(cfg.get("readout_scale", "own")),
+                                  float(cfg.get("value_readout_weight", 0.0)) if "read_match" in layout else 0.0),
                       optimizer,
                       compute_dtype=getattr(agent, "compute_dtype", None), rules=getattr(agent, "rules", None))
     result = {"reading": {}, "tokens_per_s": None,

@@ -116,7 +116,7 @@ def chunked_next_token_nll(logits_fn, hidden: jax.Array, ids: jax.Array, weights
 def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chunk: int = 0,
                 pointer_weight: float = 0.0, pointer_layout: Optional[dict] = None,
                 readout_weight: float = 0.0, readout_ids: Sequence[int] = (), answer_weight: float = 0.0,
-                readout_scale: str = "own"):
+                readout_scale: str = "own", value_readout_weight: float = 0.0):
     """(Σ −log p(response tokens) + w·Σ −log p(prompt tokens), #response tokens, metrics) for one
     micro-batch. w = `prompt_loss_weight` (0: the response alone): next-token loss on the prompt gives
     the model dense copy targets (e.g. the goal repeated after the screen), not just one action.
@@ -126,7 +126,9 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
     readout_weight > 0: + readout_weight · the same of the index hops' readout over the tokens `readout_ids`
     (the index digits; attention_pointers.pointer_ce, with its `readout_scale`); answer_weight > 0:
     + answer_weight · #response tokens · the mean −log p of the answer tokens alone (the tokens the match and
-    read_match hops predict), so the look-up's answer weighs as much as one hop however long the response is."""
+    read_match hops predict), so the look-up's answer weighs as much as one hop however long the response is;
+    value_readout_weight > 0: + value_readout_weight · the same of the read_match hop's readout over the whole
+    vocabulary (the copy of a read value's tokens)."""
     from gui_jax.train.attention_pointers import READOUT_HOPS, pointer_ce
 
     def loss(params, batch, rng):
@@ -161,11 +163,19 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
                     normed = lm.norm(h) if rms is None else lm.norm.scale[...] * (h / rms).astype(h.dtype)
                     return dense(normed, table.astype(h.dtype), "...h,vh->...v")
                 readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32), unembed)
+            value_readout = None
+            if value_readout_weight > 0:
+                vocab = model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...]   # [V, H]
+                def unembed_all(h, rms=None):
+                    normed = lm.norm(h) if rms is None else lm.norm.scale[...] * (h / rms).astype(h.dtype)
+                    return dense(normed, vocab.astype(h.dtype), "...h,vh->...v")
+                value_readout = (batch["input_ids"], unembed_all)
             ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout,
-                               readout_scale)
+                               readout_scale, value_readout)
             hops = sum(v for k, v in ce.items() if not k.startswith("readout_"))
-            reads = sum(v for k, v in ce.items() if k.startswith("readout_"))
-            total = total + n * (pointer_weight * hops + readout_weight * reads)
+            reads = sum(v for k, v in ce.items() if k.startswith("readout_") and k != "readout_read_match")
+            total = total + n * (pointer_weight * hops + readout_weight * reads
+                                 + value_readout_weight * ce.get("readout_read_match", 0.0))
             metrics.update({f"pointer_ce_{k}": v for k, v in ce.items()})
             if answer_weight > 0:
                 answer_nll = _answer_nll(logp, batch["pointers"])
@@ -176,6 +186,7 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
             # empty (sum, count) pair: the micro-batch accumulator needs the same metric names in every micro-batch
             names = list(pointer_layout) + [f"readout_{h}" for h in READOUT_HOPS
                                             if readout_weight > 0 and h in pointer_layout]
+            names += ["readout_read_match"] if value_readout_weight > 0 and "read_match" in pointer_layout else []
             metrics.update({f"pointer_ce_{k}": (jnp.zeros(()), jnp.zeros(())) for k in names})
             if answer_weight > 0:
                 metrics["answer_nll"] = (jnp.zeros(()), jnp.zeros(()))

@@ -164,9 +164,10 @@ def test_wall_time_budget_ends_with_an_evaluated_exported_base(tmp_path, monkeyp
 
 
 def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_path):
-    """The copy levers reach the job: the two-head copy layout, copy readouts scaled by the residual and the
-    answer term are trained and logged (finite, the answer term near the digit prior after two updates); a bad
-    readout_scale is named before any model is built."""
+    """The copy levers reach the job: the two-head copy layout with the reading hops, copy readouts scaled by the
+    residual (the digits' and a read value's), and the answer term are trained and logged (finite, the answer term
+    near the digit prior after two updates); a bad readout_scale, and a value readout without the read_match hop,
+    are named before any model is built."""
     import pytest
 
     from gui_jax.config_check import RunError
@@ -174,10 +175,11 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
     from gui_jax.jobs import pretrain as pretrain_job
     overrides = {flag.split("=")[0].removeprefix("--config."): flag.split("=")[1] for flag in TINY}
     overrides = {k: int(v) if v.isdigit() else v for k, v in overrides.items()}
-    overrides.update({"model.num_hidden_layers": 2, "pretrain.num_steps": 2, "pretrain.eval_every": 2,
-                      "pretrain.mix": "tap:1", "pretrain.pointer_weight": 1.0, "pretrain.index_readout_weight": 1.0,
+    overrides.update({"model.num_hidden_layers": 3, "pretrain.num_steps": 2, "pretrain.eval_every": 2,
+                      "pretrain.mix": "tap:1,read:1", "pretrain.pointer_weight": 1.0,
+                      "pretrain.index_readout_weight": 1.0, "pretrain.value_readout_weight": 1.0,
                       "pretrain.pointer_layout": "index_first=0.0,label_bag=0.1,goal=0.1,index_next=0.2,"
-                                                 "match_first=1.0,match_next=1.3",
+                                                 "match_first=1.0,row=1.1,prev_token=1.2,match_next=1.3,read_match=2.0",
                       "pretrain.answer_weight": 1.0, "pretrain.readout_scale": "residual"})
     pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "w"))
     logged = {}
@@ -185,9 +187,15 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
         r = json.loads(line)
         logged.setdefault(r["name"].removeprefix("pretrain/"), []).append(r["value"])
     for name in ("answer_nll", "pointer_ce_match_first", "pointer_ce_match_next", "pointer_ce_index_next",
-                 "pointer_ce_readout_match_first", "pointer_ce_readout_match_next"):
+                 "pointer_ce_readout_match_first", "pointer_ce_readout_match_next", "pointer_ce_read_match",
+                 "pointer_ce_readout_read_match"):
         assert len(logged[name]) == 2 and all(np.isfinite(logged[name])), name
+    # a value token from random weights: about ln(4096) = 8.3 over the tiny vocabulary
+    assert 5.0 < logged["pointer_ce_readout_read_match"][0] < 12.0
     assert 1.0 < logged["answer_nll"][-1] < 12.0      # digits from random weights: ~ln(vocab) at most
     overrides["pretrain.readout_scale"] = "norm"
     with pytest.raises(RunError, match="pretrain.readout_scale 'norm': one of own, residual"):
         pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "x"))
+    overrides.update({"pretrain.readout_scale": "residual", "pretrain.pointer_layout": "index_first=0.0,match=1.0"})
+    with pytest.raises(RunError, match="value_readout_weight 1.0 reads out the read_match hop: it needs"):
+        pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "y"))

@@ -411,3 +411,29 @@ def test_a_residual_scaled_readout_is_the_heads_share_of_the_logits_where_it_joi
     with pytest.raises(ValueError, match="readout_scale 'norm': one of own, residual"):
         pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"match_first": (1, 2)},
                    (ids, digits, unembed), readout_scale="norm")
+
+
+def test_the_value_readout_scores_the_read_match_heads_share_against_the_token_after_its_query():
+    """value_readout: what the read_match head adds at its query (a range of keys), unembedded over the whole
+    vocabulary and scaled by the residual it joins, scored against the token after the query (the value token the
+    copy writes); no digit readout is needed beside it, and hops other than read_match are not read out."""
+    import jax
+    import jax.numpy as jnp
+
+    from gui_jax.train.attention_pointers import HOPS, _head_output_rows, head_log_attention, pointer_ce
+    lm, ids, out, cos, sin, seg = _small_forward(4)
+    table = lm.embed_tokens[...]
+    unembed_all = lambda h, rms=None: jnp.dot(lm.norm(h) if rms is None else lm.norm.scale[...] * h / rms, table.T)
+    read = HOPS.index("read_match")
+    pointers = jnp.asarray([[[read, 5, 1, 3], [read, 6, 2, 2], [HOPS.index("goal"), 6, 0, 1]]], jnp.int32)
+    ce, _ = pointer_ce(lm.layers, out.hidden_states, cos, sin, pointers, seg, {"read_match": (1, 2), "goal": (0, 1)},
+                       readout_scale="residual", value_readout=(ids, unembed_all))
+    assert set(ce) == {"read_match", "goal", "readout_read_match"}
+    rows = head_log_attention(lm.layers[1], out.hidden_states[1], cos, sin, 2, seg)
+    final = out.hidden_states[-1][0]
+    nll = []
+    for q in (5, 6):
+        head = _head_output_rows(lm.layers[1], out.hidden_states[1], rows[:, q:q + 1], 2)[0, 0]
+        share = (lm.norm.scale[...] * head / jnp.sqrt(jnp.mean(final[q] * final[q]) + 1e-6)) @ table.T
+        nll.append(float(-jax.nn.log_softmax(share)[int(ids[0, q + 1])]))
+    np.testing.assert_allclose(float(ce["readout_read_match"]), np.mean(nll), rtol=1e-4)
