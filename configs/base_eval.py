@@ -39,5 +39,8 @@ def get_config():
         "shared_word_prob": 1.0,
         "seed": 0,          # item seed; the pretrain job's own reading eval uses seed + 7919 (other items)
         "phonesim": True,   # also score clicks on the held-out PhoneSim screens
+        # an earlier run's results.json (or its folder) on the same settings: each part paired item by item with
+        # it (lost, gained, exact McNemar p) in results.json's "paired" and the table's notes
+        "compare_to": "",
     })
     return c

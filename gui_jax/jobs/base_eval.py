@@ -20,11 +20,14 @@ score well above chance here before task training starts.
 
 Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
 directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=True`.
+Each part keeps its per-item hits and a digest of its items; `base_eval.compare_to` (an earlier results.json
+or its folder, same settings) adds a paired comparison per part: items lost and gained, exact McNemar p.
 Writes <workdir>/results.json and <workdir>/base_eval.md, and prints the table.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -67,7 +70,7 @@ def settings(config) -> dict:
         raise RunError(f"config.eval.untrained = True: contradicts eval.checkpoint_dir "
                        f"{config.eval.checkpoint_dir!r}; set one of them")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
-            "seed": int(b.seed), "phonesim": bool(b.phonesim)}
+            "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", ""))}
 
 
 def reading_prompt_config(pcfg, lines_range):
@@ -224,11 +227,58 @@ def generate_texts(policy, prompts: Sequence, *, max_new_tokens: int, seed: int,
     return out
 
 
+def items_digest(prompts: Sequence, targets: Sequence[str]) -> str:
+    """A fingerprint of a part's items (prompts and expert responses, in order): two results with the same digest
+    scored the same items, so their per-item hits pair up."""
+    blob = json.dumps([[p, t] for p, t in zip(prompts, targets)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def summary(hits: Sequence[bool], **extra) -> dict:
+    """n, successes, accuracy, Wilson interval and `hits` (one "1"/"0" per item, in item order: what a paired test
+    against another model's results needs)."""
     from gui_jax.eval.metrics import wilson_interval
     n, k = len(hits), int(sum(bool(h) for h in hits))
     lo, hi = wilson_interval(k, n)
-    return {"n": n, "successes": k, "accuracy": k / n if n else float("nan"), "wilson95": [lo, hi], **extra}
+    return {"n": n, "successes": k, "accuracy": k / n if n else float("nan"), "wilson95": [lo, hi],
+            "hits": "".join("1" if h else "0" for h in hits), **extra}
+
+
+def check_pairable(digests: dict[str, str], earlier: dict, path: str) -> None:
+    """RunError naming the first part (of {part: items_digest}) that the earlier results lack, kept no per-item
+    hits for, or scored on other items."""
+    for name, digest in digests.items():
+        old = earlier.get("objectives", {}).get(name)
+        if old is None or "hits" not in old:
+            raise RunError(f"base_eval.compare_to {path!r}: it has no per-item hits for {name!r} (results written "
+                           "before base_eval kept them, or without that part): rerun it or drop compare_to")
+        if old.get("items") != digest:
+            raise RunError(f"base_eval.compare_to {path!r}: its {name!r} items differ from these (another n, "
+                           "seed, lines_range, shared_word_prob, prompt or data split): pair only equal settings")
+
+
+def paired_against(results: dict, earlier: dict) -> dict:
+    """{part: {"before", "after", "lost", "gained", "p"}}: each part of `results` against the same part of the
+    earlier results (same items: check_pairable), item by item (exact McNemar)."""
+    from gui_jax.eval.metrics import mcnemar_exact, paired_counts
+    out = {}
+    for name, r in results["objectives"].items():
+        old = earlier["objectives"][name]
+        before, after = [h == "1" for h in old["hits"]], [h == "1" for h in r["hits"]]
+        lost, gained = paired_counts(before, after)
+        out[name] = {"before": old["accuracy"], "after": r["accuracy"], "lost": lost, "gained": gained,
+                     "p": mcnemar_exact(before, after)}
+    return out
+
+
+def load_compare_to(path: str) -> dict:
+    """The earlier results.json named by base_eval.compare_to (the file or its folder); one-line error if absent."""
+    file = os.path.join(path, "results.json") if os.path.isdir(path) else path
+    try:
+        with open(file) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise RunError(f"base_eval.compare_to {path!r}: cannot read a results.json there ({e})") from None
 
 
 def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_tokens: int, seed: int) -> dict:
@@ -240,6 +290,7 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                                seed=seed, label=obj)
         bad = [parsed_action(text, it["dialect"]) is None for it, text in zip(its, texts)]
         out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading", malformed=sum(bad),
+                           items=items_digest([it["messages"] for it in its], [it["target"] for it in its]),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], examples=texts[:3],
@@ -267,6 +318,7 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
         row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
     return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates),
+                   items=items_digest([it["prompt"] for it in items], [it["target"] for it in items]),
                    episodes=episodes,
                    episodes_with_clicks=len({it["episode_id"] for it in items}),
                    screen_lines=[min(lines), max(lines)], targets_not_shown=sum(not it["shown"] for it in items),
@@ -346,6 +398,10 @@ def format_table(results: dict) -> str:
             quarters = " / ".join(f"{h}/{n}" for h, n in r["taps"]["by_target_quarter"])
             notes.append(f"{name}: misses {misses or 'none'}; right by the target's quarter of the screen "
                          f"(top to bottom) {quarters}")
+    if "paired" in results:
+        notes.append(f"paired against {results['paired']['against']} (the same items; exact McNemar): " + "; ".join(
+            f"{name} {p['before']:.3f} -> {p['after']:.3f}, lost {p['lost']}, gained {p['gained']}, p = {p['p']:.2g}"
+            for name, p in results["paired"]["parts"].items()))
     return "\n".join([
         f"model: {model_line(results['model'])}; greedy, max_new_tokens {results['max_new_tokens']}",
         "",
@@ -365,31 +421,40 @@ def run(config, workdir: str) -> None:
         pcfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:
         raise RunError(f"config.prompt: {e}") from None
+    earlier = load_compare_to(s["compare_to"]) if s["compare_to"] else None   # before any work
     os.makedirs(workdir, exist_ok=True)
     t0 = time.time()
     reading = reading_items(s, pcfg)   # cheap; before the episodes and the model, so a bad setting stops early
-    test_tasks, test_eps = [], []
+    test_tasks, test_eps, clicks, opens = [], [], [], []
     if s["phonesim"]:
         _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
+        clicks, opens = phonesim_items(test_eps, pcfg), phonesim_open_items(test_eps, pcfg)
+        if not clicks:
+            raise RunError("base_eval: the held-out episodes have no expert click on an element to score "
+                           "(data.templates / data.num_test_episodes)")
+    if earlier is not None:   # before the model: pairing needs the earlier run's very items
+        digests = {o: items_digest([it["messages"] for it in its], [it["target"] for it in its])
+                   for o, its in reading.items()}
+        for name, its in ((PHONESIM, clicks), (PHONESIM_OPEN, opens)):
+            if its:
+                digests[name] = items_digest([it["prompt"] for it in its], [it["target"] for it in its])
+        check_pairable(digests, earlier, s["compare_to"])
     agent, source = load_agent(config, test_tasks)
     print(f"base_eval scoring {model_line(source)}")
     max_new = int(config.model.get("max_new_tokens", 48))
     objectives = score_reading(agent.policy, reading, s, max_new_tokens=max_new, seed=int(config.seed))
-    if s["phonesim"]:
-        items = phonesim_items(test_eps, pcfg)
-        if not items:
-            raise RunError("base_eval: the held-out episodes have no expert click on an element to score "
-                           "(data.templates / data.num_test_episodes)")
-        objectives[PHONESIM] = score_phonesim(agent.policy, items, max_new_tokens=max_new, seed=int(config.seed),
-                                              templates=sorted({t.template for t in test_tasks}),
-                                              episodes=len(test_eps))
-        opens = phonesim_open_items(test_eps, pcfg)
-        if opens:   # templates whose episodes start on the home screen
-            objectives[PHONESIM_OPEN] = score_phonesim(
-                agent.policy, opens, max_new_tokens=max_new, seed=int(config.seed),
-                templates=sorted({t.template for t in test_tasks}), episodes=len(test_eps), kind="open")
+    templates = sorted({t.template for t in test_tasks})
+    if clicks:
+        objectives[PHONESIM] = score_phonesim(agent.policy, clicks, max_new_tokens=max_new, seed=int(config.seed),
+                                              templates=templates, episodes=len(test_eps))
+    if opens:   # templates whose episodes start on the home screen
+        objectives[PHONESIM_OPEN] = score_phonesim(agent.policy, opens, max_new_tokens=max_new,
+                                                   seed=int(config.seed), templates=templates,
+                                                   episodes=len(test_eps), kind="open")
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
+    if earlier is not None:
+        results["paired"] = {"against": s["compare_to"], "parts": paired_against(results, earlier)}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     table = format_table(results)

@@ -147,6 +147,9 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     assert sum(taps["outcomes"].values()) == N and sum(n for _, n in taps["by_target_quarter"]) == N
     assert sum(h for h, _ in taps["by_target_quarter"]) == want["tap"][0]
     assert "taps" not in results["objectives"]["read"]
+    assert results["objectives"]["tap"]["hits"] == "".join("1" if i % 3 == 0 else "0" for i in range(N))
+    assert results["objectives"][base_eval.PHONESIM]["hits"] == "".join(
+        "1" if i % 2 == 0 else "0" for i in range(len(clicks)))
     assert "tap: misses " in md
     assert "first steps (open an app) of 2 of 2 episodes" in md
 
@@ -192,3 +195,42 @@ def test_tap_outcomes_name_where_each_miss_went():
     assert got["outcomes"] == {"right": 1, "shares a word": 1, "no shared word": 0, "index not on screen": 0,
                                "not a click": 0, "malformed": 1}
     assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]]
+
+
+def test_a_second_model_is_paired_item_by_item_with_an_earlier_results_file(tmp_path, monkeypatch):
+    """compare_to: the same tap items answered right on a scripted set by two stub models; lost, gained and the
+    exact McNemar p follow the sets; other items (another seed) or a missing file are one-line errors."""
+    from gui_jax.eval.metrics import mcnemar_exact
+    config = tiny_config(untrained=True)
+    config.base_eval.objectives, config.base_eval.phonesim = ("tap",), False
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    items = reading_eval_items(N, (24, 40), 1.0, seed=0, prompt_cfg=quickstart_prompt_config(40, pcfg.dialect),
+                               objectives=("tap",))
+    wrong = lambda it: format_response(Action("click", element=it["target_element"] + 1), pcfg.dialect)
+    first, second = {0, 1, 2}, {2, 3, 4, 5, 6}          # lost: 0, 1; gained: 3, 4, 5, 6
+    source = {"kind": "untrained", "path": None, "step": None, "preset": "stub", "seed": 0}
+    for name, right in (("a", first), ("b", second)):
+        table = {_key(it["messages"]): it["target"] if i in right else wrong(it) for i, it in enumerate(items)}
+        monkeypatch.setattr(base_eval, "load_agent",
+                            lambda config, tasks, t=table: (SimpleNamespace(policy=LookupPolicy(t)), source))
+        config.base_eval.compare_to = str(tmp_path / "a") if name == "b" else ""
+        base_eval.run(config, str(tmp_path / name))
+    paired = json.loads((tmp_path / "b" / "results.json").read_text())["paired"]
+    before, after = [i in first for i in range(N)], [i in second for i in range(N)]
+    assert paired["parts"]["tap"] == {"before": 3 / N, "after": 5 / N, "lost": 2, "gained": 4,
+                                      "p": pytest.approx(mcnemar_exact(before, after))}
+    assert mcnemar_exact(before, after) == pytest.approx(22 / 32)      # 2·P(X ≤ 2), X ~ Bin(6, 1/2)
+    assert "paired against " in (tmp_path / "b" / "base_eval.md").read_text()
+    assert "lost 2, gained 4, p = 0.69" in (tmp_path / "b" / "base_eval.md").read_text()
+    config.base_eval.seed = 1
+    with pytest.raises(RunError, match="its 'tap' items differ from these"):
+        base_eval.run(config, str(tmp_path / "c"))
+    old = json.loads((tmp_path / "a" / "results.json").read_text())
+    del old["objectives"]["tap"]["hits"]                  # a results file from before per-item hits were kept
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    config.base_eval.seed, config.base_eval.compare_to = 0, str(tmp_path / "old.json")
+    with pytest.raises(RunError, match="it has no per-item hits for 'tap'"):
+        base_eval.run(config, str(tmp_path / "e"))
+    config.base_eval.compare_to = str(tmp_path / "nowhere")
+    with pytest.raises(RunError, match="cannot read a results.json there"):
+        base_eval.run(config, str(tmp_path / "d"))
