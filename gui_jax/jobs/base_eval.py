@@ -20,6 +20,8 @@ score well above chance here before task training starts.
 
 Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
 directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=True`.
+`base_eval.pointer_layout` (the base's hop=layer.head layout) also scores the look-up circuit hop by hop on
+the first `attention_items` tap and read items (train/pointer_find.py): where a miss comes from.
 Each part keeps its per-item hits and a digest of its items; `base_eval.compare_to` (an earlier results.json
 or its folder, same settings) adds a paired comparison per part: items lost and gained, exact McNemar p.
 Writes <workdir>/results.json and <workdir>/base_eval.md, and prints the table.
@@ -69,8 +71,16 @@ def settings(config) -> dict:
     if config.eval.get("checkpoint_dir") and config.eval.get("untrained", False):
         raise RunError(f"config.eval.untrained = True: contradicts eval.checkpoint_dir "
                        f"{config.eval.checkpoint_dir!r}; set one of them")
+    attention_items = b.get("attention_items", 0)
+    if not isinstance(attention_items, int) or isinstance(attention_items, bool) or not 0 <= attention_items <= n:
+        raise RunError(f"config.base_eval.attention_items = {attention_items!r}: expected an int in [0, n = {n}]")
+    layout = str(b.get("pointer_layout", ""))
+    if layout and not (set(objectives) & {"tap", "read"}):
+        raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
+                       "items to point at")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
-            "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", ""))}
+            "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", "")),
+            "pointer_layout": layout, "attention_items": attention_items}
 
 
 def reading_prompt_config(pcfg, lines_range):
@@ -325,6 +335,28 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
                    per_template=per_template, examples=texts[:3], targets_over_max_new_tokens=cut)
 
 
+def attention_layout(agent, spec: str) -> dict:
+    """{hop: (layer, head)} of base_eval.pointer_layout on the loaded model; a RunError naming the field."""
+    from gui_jax.train.attention_pointers import parse_layout
+    text = agent.model_config.text
+    try:
+        return parse_layout(spec, text.num_hidden_layers, text.num_attention_heads)
+    except ValueError as e:
+        raise RunError(f"config.base_eval.pointer_layout: {e}") from None
+
+
+def score_attention(agent, reading: dict[str, list[dict]], s: dict, layout: dict) -> dict:
+    """The look-up circuit hop by hop (train/pointer_find.py) on the first `attention_items` tap and read items:
+    {"layout", "items": {objective: n}, "hops": {hop: {"rows", "found", "rate"}}}."""
+    from gui_jax.train.pointer_find import hop_find_rates
+    from gui_jax.train.pretrain_data import encode_item
+    chosen = {o: its[:s["attention_items"]] for o, its in reading.items() if o in ("tap", "read")}
+    pairs = [(encode_item(agent.policy, it).sample, o) for o, its in chosen.items() for it in its]
+    print(f"  attention: {len(pairs)} items, hops {', '.join(layout)}", flush=True)
+    return {"layout": s["pointer_layout"], "items": {o: len(its) for o, its in chosen.items()},
+            "hops": hop_find_rates(agent, pairs, layout)}
+
+
 # ------------------------------------------------------------------------------------------ the model
 
 def resolved_checkpoint(config) -> str:
@@ -398,6 +430,12 @@ def format_table(results: dict) -> str:
             quarters = " / ".join(f"{h}/{n}" for h, n in r["taps"]["by_target_quarter"])
             notes.append(f"{name}: misses {misses or 'none'}; right by the target's quarter of the screen "
                          f"(top to bottom) {quarters}")
+    if "attention" in results:
+        a = results["attention"]
+        notes.append("attention, teacher-forced on " + ", ".join(f"{n} {o}" for o, n in a["items"].items())
+                     + " items (how often each hop's head attends most inside its pointed range; :first = an "
+                     "answer's first token, :next_token = the model's argmax there is the copied token): " + ", ".join(
+                         f"{hop} {h['rate']:.3f} ({h['found']}/{h['rows']})" for hop, h in a["hops"].items()))
     if "paired" in results:
         notes.append(f"paired against {results['paired']['against']} (the same items; exact McNemar): " + "; ".join(
             f"{name} {p['before']:.3f} -> {p['after']:.3f}, lost {p['lost']}, gained {p['gained']}, p = {p['p']:.2g}"
@@ -441,6 +479,7 @@ def run(config, workdir: str) -> None:
         check_pairable(digests, earlier, s["compare_to"])
     agent, source = load_agent(config, test_tasks)
     print(f"base_eval scoring {model_line(source)}")
+    layout = attention_layout(agent, s["pointer_layout"]) if s["pointer_layout"] else None   # before generating
     max_new = int(config.model.get("max_new_tokens", 48))
     objectives = score_reading(agent.policy, reading, s, max_new_tokens=max_new, seed=int(config.seed))
     templates = sorted({t.template for t in test_tasks})
@@ -453,6 +492,8 @@ def run(config, workdir: str) -> None:
                                                    episodes=len(test_eps), kind="open")
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
+    if s["pointer_layout"]:
+        results["attention"] = score_attention(agent, reading, s, layout)
     if earlier is not None:
         results["paired"] = {"against": s["compare_to"], "parts": paired_against(results, earlier)}
     with open(os.path.join(workdir, "results.json"), "w") as f:

@@ -234,3 +234,29 @@ def test_a_second_model_is_paired_item_by_item_with_an_earlier_results_file(tmp_
     config.base_eval.compare_to = str(tmp_path / "nowhere")
     with pytest.raises(RunError, match="cannot read a results.json there"):
         base_eval.run(config, str(tmp_path / "d"))
+
+
+def test_the_attention_part_scores_the_layouts_hops_on_the_tap_items(tmp_path):
+    """pointer_layout: each layer-0 hop of the 1-layer model is scored on every pointer row of the tap items (the
+    rows PiecePointers makes), reported in results.json and the table; a hop outside the model is named first."""
+    from gui_jax.rl.agent import Agent
+    from gui_jax.train.attention_pointers import HOPS, PiecePointers
+    from gui_jax.train.pretrain_data import encode_item
+    config = tiny_config(untrained=True)
+    config.base_eval.objectives, config.base_eval.phonesim, config.base_eval.attention_items = ("tap",), False, 3
+    config.base_eval.pointer_layout = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3"
+    base_eval.run(config, str(tmp_path / "a"))
+    attention = json.loads((tmp_path / "a" / "results.json").read_text())["attention"]
+    agent = Agent(config, seed=config.seed)
+    pcfg = base_eval.reading_prompt_config(PromptConfig(**config.prompt.to_dict()), (24, 40))
+    items = reading_eval_items(N, (24, 40), 1.0, seed=0, prompt_cfg=pcfg, objectives=("tap",))[:3]
+    pointers = PiecePointers(agent.tokenizer, ("index_first", "label_bag", "index_last", "goal"))
+    rows = np.concatenate([pointers(encode_item(agent.policy, it).sample) for it in items])
+    assert attention["items"] == {"tap": 3}
+    assert {h: v["rows"] for h, v in attention["hops"].items()} == {
+        HOPS[h]: int((rows[:, 0] == h).sum()) for h in set(rows[:, 0].tolist())}
+    assert all(0 <= v["found"] <= v["rows"] for v in attention["hops"].values())
+    assert "attention, teacher-forced on 3 tap items" in (tmp_path / "a" / "base_eval.md").read_text()
+    config.base_eval.pointer_layout = "index_first=0.0,match=1.0"
+    with pytest.raises(RunError, match=r"config.base_eval.pointer_layout: .*match=1.0.*outside the model's 1 layers"):
+        base_eval.run(config, str(tmp_path / "b"))
