@@ -74,7 +74,8 @@ def get_config():
         # look-up learnable in the synthetic probe
         "pointer_weight": 0.0,
         # hop=layer.head for the hops index_first, index_last, label_bag, goal, match and (reading, 3 layers:
-        # attention_pointers.READ_LAYOUT) row, prev_token, read_match; layer -1: the last; one hop per head,
+        # attention_pointers.READ_LAYOUT) row, prev_token, read_match, and read_goal (a read answer's goal rows on
+        # a head of their own; without it they train goal's head); layer -1: the last; one hop per head,
         # except that goal may share label_bag's (the goal's label gathered the way each screen label is)
         "pointer_layout": DEFAULT_LAYOUT,
         # > 0 (with pointer_weight): + this weight x the cross-entropy of the index hops' head outputs read

@@ -32,7 +32,14 @@ lines after the goal's row) takes a third hop, as the value's line cannot see it
                  same characters of v (the line's "\n" for the closing quote)
 
 so a value token's key holds its row's words and its predecessor, and the answer position, holding the goal's
-words (the goal hop) and the token it just wrote, finds the next token of the value. Each hop is placed on one
+words (the goal hop) and the token it just wrote, finds the next token of the value. With a `read_goal` hop in
+the layout, a read answer's goal rows train that head instead of the goal hop's:
+
+    read_goal    each position that predicts a token of v -> the goal's label tokens
+
+as a layer-0 query there is a value token of any identity, and on the head the goal hop shares with label_bag the
+same token on a screen line must gather its own label instead (a base trained on taps alone, goal on label_bag's
+head, attended to the goal in ~30 % of its read answers' positions; one with the goal on a head of its own, ~96 %). Each hop is placed on one
 (layer, head) by a layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1;
 layer -1 = the last; READ_LAYOUT adds the reading hops in layers 1 and 2).
 Both hops in the first two layers: in the look-up probe a 4-layer stack with the match hop in its last layer
@@ -51,7 +58,7 @@ import numpy as np
 from gui_jax.models.qwen2_5_vl.layers import dense
 
 HOPS = ("index_first", "index_last", "label_bag", "goal", "match", "row", "prev_token", "read_match", "index_next",
-        "match_first", "match_next")
+        "match_first", "match_next", "read_goal")
 DEFAULT_LAYOUT = "index_first=0.0,label_bag=0.1,index_last=0.2,goal=0.3,match=1.0"
 # three layers: the tap hops as above, and reading: each value token gathers its row's label and its predecessor
 # (layer 1), so the layer-2 match can find the value of the goal's row token by token
@@ -60,6 +67,7 @@ _STATUS_TAG = re.compile(r"\s+\([^()]*\)$")
 READ_WINDOW = 3          # a value sits at most this many lines after its row's label (a row's sub line between)
 # (hop, hop): the first builds what the second's keys or queries read, so it must sit in an earlier layer
 _ORDER = (("goal", "match"), ("label_bag", "match"), ("label_bag", "row"), ("goal", "read_match"),
+          ("read_goal", "read_match"),
           ("row", "read_match"), ("prev_token", "read_match"), ("goal", "match_first"), ("goal", "match_next"),
           ("label_bag", "match_first"), ("label_bag", "match_next"), ("index_first", "match_first"),
           ("index_next", "match_next"))
@@ -238,9 +246,11 @@ class PiecePointers:
     (each id's text decoded once and cached; no token may decode to part of a character)."""
 
     def __init__(self, tokenizer, hops: Optional[Sequence[str]] = None):
-        """hops: keep only the rows of these hops (a layout's), as the loss scores no other row."""
+        """hops: keep only the rows of these hops (a layout's), as the loss scores no other row; with read_goal
+        among them, read items' goal rows become read_goal rows."""
         self.tokenizer, self.pieces = tokenizer, {}
         self.keep = None if hops is None else np.asarray([HOPS.index(h) for h in hops], np.int32)
+        self.read_goal = hops is not None and "read_goal" in hops
 
     def __call__(self, sample, where: str = "", read: bool = False) -> np.ndarray:
         ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
@@ -252,6 +262,8 @@ class PiecePointers:
             raise ValueError(f"{where}: a token decodes to part of a character; attention pointers need "
                              "token-aligned text")
         rows = item_pointers(pieces, len(sample.prompt_ids), where, read)
+        if read and self.read_goal:   # a read item's goal rows are its answers': the read_goal head's (module doc)
+            rows[rows[:, 0] == HOPS.index("goal"), 0] = HOPS.index("read_goal")
         return rows if self.keep is None else rows[np.isin(rows[:, 0], self.keep)]
 
 

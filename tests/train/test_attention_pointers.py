@@ -437,3 +437,31 @@ def test_the_value_readout_scores_the_read_match_heads_share_against_the_token_a
         share = (lm.norm.scale[...] * head / jnp.sqrt(jnp.mean(final[q] * final[q]) + 1e-6)) @ table.T
         nll.append(float(-jax.nn.log_softmax(share)[int(ids[0, q + 1])]))
     np.testing.assert_allclose(float(ce["readout_read_match"]), np.mean(nll), rtol=1e-4)
+
+
+def test_a_read_goal_hop_takes_the_read_answers_goal_rows_and_leaves_a_taps_alone():
+    """With read_goal in the layout, a read item's goal rows (its value tokens' queries -> the goal's label) become
+    read_goal rows, the other rows unchanged; a tap item keeps its goal rows; read_goal sits before read_match."""
+    from gui_jax.train.attention_pointers import PiecePointers
+
+    def pieces_of(table):
+        class Pieces:   # a tokenizer whose ids are indices into the table
+            def decode(self, ids):
+                return table[ids[0]]
+        return Pieces()
+
+    hops = ("label_bag", "goal", "read_goal", "read_match", "match")
+    read = TrainSample(np.arange(29), np.arange(29, len(READ_PIECES)))
+    plain = item_pointers(READ_PIECES, 29, "item 0", read=True)
+    moved = PiecePointers(pieces_of(READ_PIECES), hops)(read, "item 0", read=True)
+    want = [[HOPS.index("read_goal") if h == HOPS.index("goal") else h, q, lo, hi] for h, q, lo, hi in plain.tolist()
+            if HOPS[h] in hops]
+    assert moved.tolist() == want
+    assert sorted(tuple(r[1:]) for r in moved.tolist() if r[0] == HOPS.index("read_goal")) == [
+        (q, 26, 27) for q in range(32, 37)]
+    tap = PiecePointers(pieces_of(PIECES), hops)(TrainSample(np.arange(PROMPT_LEN), np.arange(PROMPT_LEN, len(PIECES))),
+                                                "item 1")
+    assert (tap[:, 0] == HOPS.index("goal")).any() and not (tap[:, 0] == HOPS.index("read_goal")).any()
+    assert parse_layout("label_bag=0.1,goal=0.1,read_goal=0.3,read_match=2.0", 3, 4)["read_goal"] == (0, 3)
+    with pytest.raises(ValueError, match="the read_goal hop must sit in an earlier layer than the read_match hop"):
+        parse_layout("read_goal=2.1,read_match=2.0", 3, 4)
