@@ -60,6 +60,9 @@ def get_config():
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)
         "eval_items": 256,
+        # > 0 (with pointer_weight): also score each supervised hop's head on this many held-out tap (and read)
+        # items at every evaluation, logged as circuit/<hop> (train/pointer_find.py): which part of the look-up lags
+        "circuit_items": 0,
         "checkpoint_every": 500,
         "checkpoint_minutes": 10.0,     # also checkpoint after this much wall time
         # > 0: this run ends cleanly after this much wall time (checkpoint, reading evaluation, exported base and

@@ -47,41 +47,54 @@ def _found_fn(graphdef, rest, layout: dict[str, tuple[int, int]]):
     return found
 
 
+class HopFind:
+    """`HopFind(agent, samples_and_kinds, layout)(params)` → {hop: {"rows", "found", "rate"}} over the pointer rows
+    of the samples that `layout` places, plus {"<hop>:first"} for the first row of each answer of the answer hops
+    (match, match_first, read_match: the first digit, the first value token) and {"<hop>:next_token"} for those
+    hops: how often the model's own argmax there is the token the copy writes. samples_and_kinds: (TrainSample,
+    "tap" | "read") pairs; a tap item gets its tap rows, a read item its read rows (PiecePointers). The batches
+    and the jitted pass are built once, so a training run can call it at every evaluation."""
+
+    def __init__(self, agent, samples_and_kinds: Sequence[tuple[object, str]], layout: dict[str, tuple[int, int]],
+                 *, rows: int = 8):
+        tokenizer = getattr(getattr(agent.policy, "encoder", None), "tokenizer", None) or agent.tokenizer
+        pointers = PiecePointers(tokenizer, tuple(layout))
+        self.fn = _found_fn(agent.graphdef, agent.rest, layout)
+        self.batches = []
+        for k in range(0, len(samples_and_kinds), rows):
+            chunk = []
+            for j, (sample, kind) in enumerate(samples_and_kinds[k:k + rows]):
+                sample.pointers = pointers(sample, f"item {k + j}", read=kind == "read")
+                chunk.append(sample)
+            self.batches.append(build_batch(chunk, agent.model_config, pad_id=agent.tokenizer.pad_id, rows=rows))
+
+    def __call__(self, params) -> dict[str, dict]:
+        counts: dict[str, list[int]] = {}
+        answer_hops = ("match", "match_first", "read_match")
+        for batch in self.batches:
+            hit, right = (np.asarray(a) for a in self.fn(params, batch))
+            ptr = np.asarray(batch["pointers"])
+            for b in range(ptr.shape[0]):
+                last_q = {}
+                for r in range(ptr.shape[1]):
+                    h, q = int(ptr[b, r, 0]), int(ptr[b, r, 1])
+                    if h < 0:   # padding, and every row of a filler row
+                        continue
+                    name = HOPS[h]
+                    entry = counts.setdefault(name, [0, 0])
+                    entry[0], entry[1] = entry[0] + int(hit[b, r]), entry[1] + 1
+                    if name in answer_hops and ptr[b, r, 2] != q:   # match_first's self rows copy nothing
+                        tok = counts.setdefault(f"{name}:next_token", [0, 0])
+                        tok[0], tok[1] = tok[0] + int(right[b, r]), tok[1] + 1
+                        if last_q.get(name, -2) != q - 1:           # a new answer starts (rows in query order)
+                            first = counts.setdefault(f"{name}:first", [0, 0])
+                            first[0], first[1] = first[0] + int(hit[b, r]), first[1] + 1
+                        last_q[name] = q
+        return {name: {"rows": n, "found": k, "rate": k / n if n else float("nan")}
+                for name, (k, n) in sorted(counts.items())}
+
+
 def hop_find_rates(agent, samples_and_kinds: Sequence[tuple[object, str]], layout: dict[str, tuple[int, int]],
                    *, rows: int = 8) -> dict[str, dict]:
-    """{hop: {"rows", "found", "rate"}} over the pointer rows of the samples that `layout` places, plus
-    {"<hop>:first"} for the first row of each answer of the answer hops (match, match_first, read_match: the
-    first digit, the first value token) and {"<hop>:next_token"} for those hops: how often the model's own
-    argmax there is the token the copy writes. samples_and_kinds: (TrainSample, "tap" | "read") pairs; a tap
-    item gets its tap rows, a read item its read rows (PiecePointers)."""
-    tokenizer = getattr(getattr(agent.policy, "encoder", None), "tokenizer", None) or agent.tokenizer
-    pointers = PiecePointers(tokenizer, tuple(layout))
-    fn = _found_fn(agent.graphdef, agent.rest, layout)
-    counts: dict[str, list[int]] = {}
-    answer_hops = ("match", "match_first", "read_match")
-    for k in range(0, len(samples_and_kinds), rows):
-        chunk = []
-        for j, (sample, kind) in enumerate(samples_and_kinds[k:k + rows]):
-            sample.pointers = pointers(sample, f"item {k + j}", read=kind == "read")
-            chunk.append(sample)
-        batch = build_batch(chunk, agent.model_config, pad_id=agent.tokenizer.pad_id, rows=rows)
-        hit, right = (np.asarray(a) for a in fn(agent.params, batch))
-        ptr = np.asarray(batch["pointers"])
-        for b in range(len(chunk)):
-            last_q = {}
-            for r in range(ptr.shape[1]):
-                h, q = int(ptr[b, r, 0]), int(ptr[b, r, 1])
-                if h < 0:
-                    continue
-                name = HOPS[h]
-                entry = counts.setdefault(name, [0, 0])
-                entry[0], entry[1] = entry[0] + int(hit[b, r]), entry[1] + 1
-                if name in answer_hops and ptr[b, r, 2] != q:   # match_first's self rows copy nothing
-                    tok = counts.setdefault(f"{name}:next_token", [0, 0])
-                    tok[0], tok[1] = tok[0] + int(right[b, r]), tok[1] + 1
-                    if last_q.get(name, -2) != q - 1:           # a new answer starts (rows are in query order)
-                        first = counts.setdefault(f"{name}:first", [0, 0])
-                        first[0], first[1] = first[0] + int(hit[b, r]), first[1] + 1
-                    last_q[name] = q
-    return {name: {"rows": n, "found": k, "rate": k / n if n else float("nan")}
-            for name, (k, n) in sorted(counts.items())}
+    """HopFind's rates for the agent's own params."""
+    return HopFind(agent, samples_and_kinds, layout, rows=rows)(agent.params)

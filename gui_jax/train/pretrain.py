@@ -266,6 +266,20 @@ def batch_iterator(stream: CurriculumStream, cfg):
     return iter(pipeline)
 
 
+def circuit_eval(agent, prompt_cfg: PromptConfig, difficulty, layout: dict, n_items: int, seed: int):
+    """A HopFind (train/pointer_find.py) over n_items held-out tap and n_items read items of the last stage's
+    screens (the reading eval's label pool and seed), or None when n_items is 0 or no hop is supervised."""
+    if n_items <= 0 or not layout:
+        return None
+    from gui_jax.train.pointer_find import HopFind
+    objectives = ("tap", "read") if "read_match" in layout else ("tap",)
+    pairs = [(encode_item(agent.policy, it).sample, o) for o in objectives
+             for it in reading_eval_items(n_items, (difficulty.min_lines, difficulty.max_lines),
+                                          difficulty.shared_word_prob, seed=seed + 7919, prompt_cfg=prompt_cfg,
+                                          objectives=(o,))]
+    return HopFind(agent, pairs, layout)
+
+
 def digit_ids(tokenizer) -> tuple[int, ...]:
     """The token ids of "0".."9" (index digits are single tokens in the agent's UI text)."""
     ids = [tokenizer.encode(str(d)) for d in range(10)]
@@ -310,6 +324,7 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
     evals = {k: ReadingEval(agent, prompt_cfg, n_items=cfg.eval_items, lines_range=(d.min_lines, d.max_lines),
                             shared_word_prob=d.shared_word_prob, seed=seed)
              for k, d in evals.items() if k == "" or len(stages) > 1}
+    circuit = circuit_eval(agent, prompt_cfg, stages[-1].difficulty, layout, int(cfg.get("circuit_items", 0)), seed)
     meter = Throughput()
     data_iter = _CountingIterator(batch_iterator(stream, cfg), meter)
     optimizer = make_optimizer(cfg.learning_rate, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay,
@@ -343,6 +358,10 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
         meter.rate()                      # restart the meter: evaluation time is not training throughput
         stage = stream.stage_of(step - 1)
         point = {"tokens_per_s": rate, "stage": stage, **reading}
+        if circuit is not None:   # each hop's argmax-in-range rate: which part of the look-up lags
+            rates = {f"circuit/{hop}": r["rate"] for hop, r in circuit(state.params).items()}
+            point.update(rates)
+            meter.rate()
         if logger is not None:
             logger.write(step, point, prefix="pretrain")
         result["reading"], result["tokens_per_s"] = reading, rate
@@ -350,7 +369,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
             on_eval({"step": step, **point})
         log(f"pretrain step {step}: loss {float(metrics['loss']):.4f} token_acc {float(metrics['token_acc']):.3f} "
             f"stage {stage + 1}/{len(stages)} {rate:.0f} tokens/s "
-            + " ".join(f"{k} {v:.3f}" for k, v in reading.items()))
+            + " ".join(f"{k} {v:.3f}" for k, v in reading.items())
+            + "".join(f" {k} {v:.3f}" for k, v in point.items() if k.startswith("circuit/") and k.endswith(":first")))
 
     try:
         state = fit(agent, updater, data_iter, num_steps=cfg.num_steps, workdir=workdir, logger=logger,

@@ -166,8 +166,8 @@ def test_wall_time_budget_ends_with_an_evaluated_exported_base(tmp_path, monkeyp
 def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_path):
     """The copy levers reach the job: the two-head copy layout with the reading hops, copy readouts scaled by the
     residual (the digits' and a read value's), and the answer term are trained and logged (finite, the answer term
-    near the digit prior after two updates); a bad readout_scale, and a value readout without the read_match hop,
-    are named before any model is built."""
+    near the digit prior after two updates), and so is the circuit (each hop's rate); a bad readout_scale, and a
+    value readout without the read_match hop, are named before any model is built."""
     import pytest
 
     from gui_jax.config_check import RunError
@@ -180,7 +180,8 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
                       "pretrain.index_readout_weight": 1.0, "pretrain.value_readout_weight": 1.0,
                       "pretrain.pointer_layout": "index_first=0.0,label_bag=0.1,goal=0.1,index_next=0.2,"
                                                  "match_first=1.0,row=1.1,prev_token=1.2,match_next=1.3,read_match=2.0",
-                      "pretrain.answer_weight": 1.0, "pretrain.readout_scale": "residual"})
+                      "pretrain.answer_weight": 1.0, "pretrain.readout_scale": "residual",
+                      "pretrain.circuit_items": 2})
     pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "w"))
     logged = {}
     for line in (tmp_path / "w" / "metrics.jsonl").read_text().splitlines():
@@ -190,6 +191,10 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
                  "pointer_ce_readout_match_first", "pointer_ce_readout_match_next", "pointer_ce_read_match",
                  "pointer_ce_readout_read_match"):
         assert len(logged[name]) == 2 and all(np.isfinite(logged[name])), name
+    # the circuit at the evaluation (update 2): every hop of the layout scored on 2 tap + 2 read items
+    for hop in ("goal", "index_first", "index_next", "label_bag", "match_first", "match_next", "row", "prev_token",
+                "read_match", "match_first:first", "match_first:next_token", "read_match:first"):
+        assert len(logged[f"circuit/{hop}"]) == 1 and 0.0 <= logged[f"circuit/{hop}"][0] <= 1.0, hop
     # a value token from random weights: about ln(4096) = 8.3 over the tiny vocabulary
     assert 5.0 < logged["pointer_ce_readout_read_match"][0] < 12.0
     assert 1.0 < logged["answer_nll"][-1] < 12.0      # digits from random weights: ~ln(vocab) at most
