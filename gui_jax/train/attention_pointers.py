@@ -39,9 +39,9 @@ the layout, a read answer's goal rows train that head instead of the goal hop's:
 
 as a layer-0 query there is a value token of any identity, and on the head the goal hop shares with label_bag the
 same token on a screen line must gather its own label instead (a base trained on taps alone, goal on label_bag's
-head, attended to the goal in ~30 % of its read answers' positions; one with the goal on a head of its own, ~96 %). Each hop is placed on one
-(layer, head) by a layout string (DEFAULT_LAYOUT: every hop but the match in layer 0, the match in layer 1;
-layer -1 = the last; READ_LAYOUT adds the reading hops in layers 1 and 2).
+head, attended to the goal in ~30 % of its read answers' positions; one with the goal on a head of its own, ~98 %).
+Each hop is placed on one (layer, head) by a layout string (DEFAULT_LAYOUT: every hop but the match in layer 0,
+the match in layer 1; layer -1 = the last; READ_LAYOUT adds the reading hops in layers 1 and 2).
 Both hops in the first two layers: in the look-up probe a 4-layer stack with the match hop in its last layer
 stayed at chance, with it in layer 1 it learnt as fast as a 2-layer one (experiments/results/lookup_probe.md).
 """

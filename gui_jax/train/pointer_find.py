@@ -4,8 +4,8 @@ inside the range a pointer names (teacher-forced on the expert response).
 A greedy miss (a wrong row, a garbled value) does not say whether the goal's words failed to reach the answer
 position, the match found the wrong line, or the copy wrote the wrong token. Scoring every pointer row of
 held-out items by its head's argmax separates them: the tiny base's read items, for example, find the value's
-tokens in ~90 % of rows but its first token in ~77 %, while a base trained on taps alone then switched to the
-full mix had a goal hop that lands on the goal's label in a third of the read positions.
+tokens in ~87 % of rows but its first token in ~71 %, while a base trained on taps alone has a goal hop that lands
+on the goal's label in a third of the read positions.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from gui_jax.rl.batch import build_batch, model_forward_logprobs
+from gui_jax.rl.batch import build_batch
 from gui_jax.train.attention_pointers import HOPS, PiecePointers, head_log_attention_rows, layer_qk
 
 
