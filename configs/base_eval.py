@@ -43,7 +43,7 @@ def get_config():
         # it (lost, gained, exact McNemar p) in results.json's "paired" and the table's notes
         "compare_to": "",
         # the base's attention layout (its card's pretrain.pointer_layout): also score each look-up hop's head on
-        # the first attention_items tap and read items (argmax inside the pointed range); "" = skip
+        # the first attention_items (at most n) tap and read items (argmax inside the pointed range); "" = skip
         "pointer_layout": "",
         "attention_items": 200,
     })

@@ -72,15 +72,16 @@ def settings(config) -> dict:
         raise RunError(f"config.eval.untrained = True: contradicts eval.checkpoint_dir "
                        f"{config.eval.checkpoint_dir!r}; set one of them")
     attention_items = b.get("attention_items", 0)
-    if not isinstance(attention_items, int) or isinstance(attention_items, bool) or not 0 <= attention_items <= n:
-        raise RunError(f"config.base_eval.attention_items = {attention_items!r}: expected an int in [0, n = {n}]")
+    if not isinstance(attention_items, int) or isinstance(attention_items, bool) or attention_items < 0:
+        raise RunError(f"config.base_eval.attention_items = {attention_items!r}: expected an int ≥ 0 (items per "
+                       "objective, at most n)")
     layout = str(b.get("pointer_layout", ""))
     if layout and not (set(objectives) & {"tap", "read"}):
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
             "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", "")),
-            "pointer_layout": layout, "attention_items": attention_items}
+            "pointer_layout": layout, "attention_items": min(attention_items, n)}
 
 
 def reading_prompt_config(pcfg, lines_range):

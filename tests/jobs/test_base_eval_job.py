@@ -257,6 +257,9 @@ def test_the_attention_part_scores_the_layouts_hops_on_the_tap_items(tmp_path):
         HOPS[h]: int((rows[:, 0] == h).sum()) for h in set(rows[:, 0].tolist())}
     assert all(0 <= v["found"] <= v["rows"] for v in attention["hops"].values())
     assert "attention, teacher-forced on 3 tap items" in (tmp_path / "a" / "base_eval.md").read_text()
-    config.base_eval.pointer_layout = "index_first=0.0,match=1.0"
+    config.base_eval.attention_items = -1
+    with pytest.raises(RunError, match=r"config.base_eval.attention_items = -1: expected an int ≥ 0"):
+        base_eval.run(config, str(tmp_path / "c"))
+    config.base_eval.attention_items, config.base_eval.pointer_layout = 200, "index_first=0.0,match=1.0"
     with pytest.raises(RunError, match=r"config.base_eval.pointer_layout: .*match=1.0.*outside the model's 1 layers"):
         base_eval.run(config, str(tmp_path / "b"))
