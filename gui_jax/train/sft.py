@@ -155,21 +155,12 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
                 raise ValueError("attention pointers need model.scan_layers=False (they read single layers)")
             cos, sin = mrope_cos_sin(batch["position_ids"], lm.cfg)
             segments = batch.get("segment_ids", batch["attention_mask"].astype(jnp.int32))
+            vocab = model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...]       # [V, H]
             readout = None
             if readout_weight > 0:
-                table = (model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...])[
-                    jnp.asarray(readout_ids)]                                                     # [D, H]
-                def unembed(h, rms=None):   # rms given: h's share of the logits of a residual with that RMS
-                    normed = lm.norm(h) if rms is None else lm.norm.scale[...] * (h / rms).astype(h.dtype)
-                    return dense(normed, table.astype(h.dtype), "...h,vh->...v")
-                readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32), unembed)
-            value_readout = None
-            if value_readout_weight > 0:
-                vocab = model.lm_head[...].T if model.lm_head is not None else lm.embed_tokens[...]   # [V, H]
-                def unembed_all(h, rms=None):
-                    normed = lm.norm(h) if rms is None else lm.norm.scale[...] * (h / rms).astype(h.dtype)
-                    return dense(normed, vocab.astype(h.dtype), "...h,vh->...v")
-                value_readout = (batch["input_ids"], unembed_all)
+                readout = (batch["input_ids"], jnp.asarray(readout_ids, jnp.int32),
+                           _unembedder(lm.norm, vocab[jnp.asarray(readout_ids)]))                   # over [D, H]
+            value_readout = (batch["input_ids"], _unembedder(lm.norm, vocab)) if value_readout_weight > 0 else None
             ce, _ = pointer_ce(lm.layers, out[-1], cos, sin, batch["pointers"], segments, pointer_layout, readout,
                                readout_scale, value_readout)
             hops = sum(v for k, v in ce.items() if not k.startswith("readout_"))
@@ -192,6 +183,15 @@ def sft_loss_fn(graphdef, rest, prompt_loss_weight: float = 0.0, prompt_loss_chu
                 metrics["answer_nll"] = (jnp.zeros(()), jnp.zeros(()))
         return total, n, metrics
     return loss
+
+
+def _unembedder(norm, table):
+    """h [..., H] (, rms) → logits [..., rows of table [N, H]] through the final norm; rms given: h's share of the
+    logits of a residual stream with that RMS (the norm's scale times h / rms)."""
+    def unembed(h, rms=None):
+        normed = norm(h) if rms is None else norm.scale[...] * (h / rms).astype(h.dtype)
+        return dense(normed, table.astype(h.dtype), "...h,vh->...v")
+    return unembed
 
 
 def _answer_nll(logp, pointers):
