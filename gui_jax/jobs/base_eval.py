@@ -12,9 +12,10 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
              Row phonesim_open: every held-out episode's first step when it opens an app from the home
              screen (goal -> app); a hit when the response opens that app.
-Items with a target element (tap, home, toggle) also report where the misses went (`tap_breakdown`: a row whose
+Items with a target element (tap, home, toggle) also report where the misses went (`breakdown`: a row whose
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
-and the hits by the target's quarter of the screen.
+and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
+failed; part of the value: the copy failed; other text, another action, unparsable), by the value's quarter.
 Teacher-forced exact match (the pretrain job's metric) is a lower bound on this; a base that "reads" should
 score well above chance here before task training starts.
 
@@ -190,21 +191,47 @@ def tap_outcome(item: dict, text: str) -> str:
     return "shares a word" if words(labels[picked]) & words(labels.get(target, "")) else "no shared word"
 
 
-def target_quarter(item: dict) -> int:
-    """Which quarter (0-3) of the screen's lines holds the item's target element."""
+def target_quarter(item: dict, key: str = "target_element") -> int:
+    """Which quarter (0-3) of the screen's lines holds the item's element `key` (the tap's target, a read's value)."""
     shown = list(ui_labels(item["ui_text"]))
-    return min(4 * shown.index(int(item["target_element"])) // len(shown), 3)
+    return min(4 * shown.index(int(item[key])) // len(shown), 3)
 
 
-def tap_breakdown(items: Sequence[dict], texts: Sequence[str]) -> dict:
+READ_OUTCOMES = ("right", "another line's text", "part of the value", "other text", "not an answer", "malformed")
+
+
+def read_outcome(item: dict, text: str) -> str:
+    """What a response to a read item did, one of READ_OUTCOMES: right; an answer equal to another line's whole
+    text (a wrong row's value, a label: the look-up failed); one sharing a word with the value but not equal (the
+    copy failed); any other answer; another action; unparsable. Answers compare after `normalize_answer`."""
+    from gui_jax.train.pretrain_data import normalize_answer
+    action = parsed_action(text, item["dialect"])
+    if action is None:
+        return "malformed"
+    if action.type != "answer" or action.text is None:
+        return "not an answer"
+    said, value = normalize_answer(action.text), normalize_answer(item["answer"])
+    if said == value:
+        return "right"
+    others = {normalize_answer(label) for k, label in ui_labels(item["ui_text"]).items()
+              if k != int(item["value_element"])}
+    if said in others:
+        return "another line's text"
+    return "part of the value" if set(said.split()) & set(value.split()) else "other text"
+
+
+def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str) -> dict:
     """{'outcomes': {outcome: count}, 'by_target_quarter': [[hits, items] per quarter of the screen]}: where a
-    base's taps go wrong (near misses on shared-word rows, index copies, the target's place on a long screen)."""
-    outcomes = {k: 0 for k in TAP_OUTCOMES}
+    base's taps (kind 'tap': near misses on shared-word rows, index copies) or reads (kind 'read': a wrong line's
+    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen."""
+    outcome_of, names, key = ((tap_outcome, TAP_OUTCOMES, "target_element") if kind == "tap"
+                              else (read_outcome, READ_OUTCOMES, "value_element"))
+    outcomes = {k: 0 for k in names}
     quarters = [[0, 0] for _ in range(4)]
     for item, text in zip(items, texts):
-        outcome = tap_outcome(item, text)
+        outcome = outcome_of(item, text)
         outcomes[outcome] += 1
-        q = quarters[target_quarter(item)]
+        q = quarters[target_quarter(item, key)]
         q[0] += outcome == "right"
         q[1] += 1
     return {"outcomes": outcomes, "by_target_quarter": quarters}
@@ -307,7 +334,9 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            shared_word_prob=s["shared_word_prob"], examples=texts[:3],
                            targets_over_max_new_tokens=cut)
         if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
-            out[obj]["taps"] = tap_breakdown(its, texts)
+            out[obj]["taps"] = breakdown(its, texts, kind="tap")
+        elif all(it["answer"] is not None and it.get("value_element") is not None for it in its):   # read
+            out[obj]["reads"] = breakdown(its, texts, kind="read")
     return out
 
 
@@ -426,11 +455,12 @@ def format_table(results: dict) -> str:
                         f"{t['malformed']} | | |")
     notes = []
     for name, r in results["objectives"].items():
-        if "taps" in r:
-            misses = ", ".join(f"{k} {v}" for k, v in r["taps"]["outcomes"].items() if k != "right" and v)
-            quarters = " / ".join(f"{h}/{n}" for h, n in r["taps"]["by_target_quarter"])
-            notes.append(f"{name}: misses {misses or 'none'}; right by the target's quarter of the screen "
-                         f"(top to bottom) {quarters}")
+        for key, whose in (("taps", "target's"), ("reads", "value's")):
+            if key in r:
+                misses = ", ".join(f"{k} {v}" for k, v in r[key]["outcomes"].items() if k != "right" and v)
+                quarters = " / ".join(f"{h}/{n}" for h, n in r[key]["by_target_quarter"])
+                notes.append(f"{name}: misses {misses or 'none'}; right by the {whose} quarter of the screen "
+                             f"(top to bottom) {quarters}")
     if "attention" in results:
         a = results["attention"]
         notes.append("attention, teacher-forced on " + ", ".join(f"{n} {o}" for o, n in a["items"].items())

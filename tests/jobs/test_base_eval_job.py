@@ -147,6 +147,9 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     assert sum(taps["outcomes"].values()) == N and sum(n for _, n in taps["by_target_quarter"]) == N
     assert sum(h for h, _ in taps["by_target_quarter"]) == want["tap"][0]
     assert "taps" not in results["objectives"]["read"]
+    reads = results["objectives"]["read"]["reads"]
+    assert reads["outcomes"]["right"] == want["read"][0] and reads["outcomes"]["malformed"] == bad["read"]
+    assert sum(reads["outcomes"].values()) == N and sum(h for h, _ in reads["by_target_quarter"]) == want["read"][0]
     assert results["objectives"]["tap"]["hits"] == "".join("1" if i % 3 == 0 else "0" for i in range(N))
     assert results["objectives"][base_eval.PHONESIM]["hits"] == "".join(
         "1" if i % 2 == 0 else "0" for i in range(len(clicks)))
@@ -191,10 +194,26 @@ def test_tap_outcomes_name_where_each_miss_went():
     assert base_eval.ui_labels(ui)[3] == "Quiet Letters" and base_eval.target_quarter(item) == 2
     assert base_eval.target_quarter({**item, "target_element": 2}) == 0
     assert base_eval.target_quarter({**item, "target_element": 12}) == 3
-    got = base_eval.tap_breakdown([item] * 3, [click(9), click(2), "tap it"])
+    got = base_eval.breakdown([item] * 3, [click(9), click(2), "tap it"], kind="tap")
     assert got["outcomes"] == {"right": 1, "shares a word": 1, "no shared word": 0, "index not on screen": 0,
                                "not a click": 0, "malformed": 1}
     assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]]
+
+
+def test_read_outcomes_tell_a_wrong_row_from_a_garbled_copy():
+    """A hand-built read item (value "6:52 PM" on line [6]): each response lands in exactly one outcome."""
+    ui = "\n".join(["[2] ; Quiet Fire", "[3] ; 4:24 AM", "[5] ; Midnight Fire", "[6] ; 6:52 PM", "[8] ; Blue Lake",
+                    "[9] ; 7:10 PM"])
+    item = {"ui_text": ui, "value_element": 6, "answer": "6:52 PM", "dialect": "ui_s1"}
+    say = lambda t: format_response(Action("answer", text=t), "ui_s1")
+    cases = {say("6:52 pm."): "right", say("7:10 PM"): "another line's text", say("Midnight Fire"): "another line's text",
+             say("6:52 AM"): "part of the value", say("9:99 XM"): "other text",
+             format_response(Action("click", element=6), "ui_s1"): "not an answer", "read it": "malformed"}
+    assert {text: base_eval.read_outcome(item, text) for text in cases} == cases
+    got = base_eval.breakdown([item] * 4, [say("6:52 PM"), say("7:10 PM"), say("6:52 PM"), "?"], kind="read")
+    assert got["outcomes"] == {"right": 2, "another line's text": 1, "part of the value": 0, "other text": 0,
+                               "not an answer": 0, "malformed": 1}
+    assert got["by_target_quarter"] == [[0, 0], [0, 0], [2, 4], [0, 0]]   # line 4 of 6
 
 
 def test_a_second_model_is_paired_item_by_item_with_an_earlier_results_file(tmp_path, monkeypatch):
