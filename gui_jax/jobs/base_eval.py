@@ -172,15 +172,24 @@ def ui_labels(ui_text: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2).strip() for m in _UI_LINE.finditer(ui_text)}
 
 
+def action_of_kind(item: dict, text: str, kind: str, other: str):
+    """(the parsed action, None) when the response is a `kind` action with its argument (a click's element, an
+    answer's text); else (None, "malformed") when unparsable, (None, `other`) for any other action."""
+    action = parsed_action(text, item["dialect"])
+    if action is None:
+        return None, "malformed"
+    if action.type != kind or (action.element if kind == "click" else action.text) is None:
+        return None, other
+    return action, None
+
+
 def tap_outcome(item: dict, text: str) -> str:
     """What a response to an item with a target element did, one of TAP_OUTCOMES: right; a click on another line
     whose label shares a word with the target's (case-blind), or shares none; a click on an index the screen does
     not show; another action; unparsable."""
-    action = parsed_action(text, item["dialect"])
-    if action is None:
-        return "malformed"
-    if action.type != "click" or action.element is None:
-        return "not a click"
+    action, miss = action_of_kind(item, text, "click", "not a click")
+    if miss:
+        return miss
     picked, target = int(action.element), int(item["target_element"])
     if picked == target:
         return "right"
@@ -205,11 +214,9 @@ def read_outcome(item: dict, text: str) -> str:
     text (a wrong row's value, a label: the look-up failed); one sharing a word with the value but not equal (the
     copy failed); any other answer; another action; unparsable. Answers compare after `normalize_answer`."""
     from gui_jax.train.pretrain_data import normalize_answer
-    action = parsed_action(text, item["dialect"])
-    if action is None:
-        return "malformed"
-    if action.type != "answer" or action.text is None:
-        return "not an answer"
+    action, miss = action_of_kind(item, text, "answer", "not an answer")
+    if miss:
+        return miss
     said, value = normalize_answer(action.text), normalize_answer(item["answer"])
     if said == value:
         return "right"
