@@ -105,11 +105,21 @@ def reading_items(s: dict, pcfg) -> dict[str, list[dict]]:
 
 # ------------------------------------------------------------------------------------------ PhoneSim items
 
-def phonesim_items(episodes, pcfg) -> list[dict]:
+def names_element(goal: str, label: str, params) -> bool:
+    """Whether the goal names the element: one of the task's parameter values (its instance's slots: a song
+    title, a person, an alarm's time) is in the goal and in the element's label (case-blind). "Turn off the 15:15
+    alarm." names the row "15:15 Gym ON"; "What is the model number of this phone?" does not name "About phone"."""
+    goal, label = goal.lower(), label.lower()
+    return any(str(v).strip() and str(v).lower() in goal and str(v).lower() in label for _, v in params)
+
+
+def phonesim_items(episodes, pcfg, tasks=()) -> list[dict]:
     """One item per expert click on an element: the prompt the quickstart agent sees at that step without
-    history, the expert's element and response, and whether the prompt shows that element at all."""
-    from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
+    history, the expert's element and response, whether the prompt shows that element at all, and whether the
+    goal names it (`names_element`, from the episode's task among `tasks`, matched by task id)."""
+    from gui_jax.rl.prompting import build_messages, element_label_text, expert_response, shown_elements
     from gui_jax.rl.semi_online_rollout import expert_element
+    params = {t.task_id: t.params for t in tasks}
     items = []
     for ep in episodes:
         for t, action in enumerate(ep.actions):
@@ -117,12 +127,14 @@ def phonesim_items(episodes, pcfg) -> list[dict]:
             if element is None:
                 continue
             obs = ep.observations[t]
-            shown = [e.index for e in shown_elements(obs, pcfg)]
+            shown = {e.index: element_label_text(e, pcfg) for e in shown_elements(obs, pcfg)}
             items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "element": int(element),
                           "target": expert_response(action, obs, pcfg, element=element),
                           "template": ep.template,
                           "episode_id": ep.episode_id, "step": t, "n_lines": len(shown),
-                          "shown": int(element) in shown, "dialect": pcfg.dialect})
+                          "shown": int(element) in shown, "dialect": pcfg.dialect,
+                          "named": names_element(ep.goal, shown.get(int(element), ""),
+                                                 params.get(ep.episode_id, ()))})
     return items
 
 
@@ -313,6 +325,12 @@ def paired_against(results: dict, earlier: dict) -> dict:
         lost, gained = paired_counts(before, after)
         out[name] = {"before": old["accuracy"], "after": r["accuracy"], "lost": lost, "gained": gained,
                      "p": mcnemar_exact(before, after)}
+        if "named" in r and "named" in old:   # same items, so the same mask
+            keep = [m == "1" for m in r["named"]["mask"]]
+            b, a = [x for x, k in zip(before, keep) if k], [x for x, k in zip(after, keep) if k]
+            lost, gained = paired_counts(b, a)
+            out[f"{name}: named"] = {"before": old["named"]["accuracy"], "after": r["named"]["accuracy"],
+                                     "lost": lost, "gained": gained, "p": mcnemar_exact(b, a)}
     return out
 
 
@@ -364,7 +382,12 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
         row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
-    return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates),
+    extra = {}
+    if kind == "click":   # the issue's measure: clicks on an element the goal names (not a navigation step)
+        named = [h for it, h in zip(items, hits) if it["named"]]
+        extra["named"] = {k: v for k, v in summary(named).items() if k != "hits"}
+        extra["named"]["mask"] = "".join("1" if it["named"] else "0" for it in items)
+    return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates), **extra,
                    items=items_digest([it["prompt"] for it in items], [it["target"] for it in items]),
                    episodes=episodes,
                    episodes_with_clicks=len({it["episode_id"] for it in items}),
@@ -457,6 +480,10 @@ def format_table(results: dict) -> str:
                        f"{r['targets_not_shown']} targets cut from the prompt")
         rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | {r['malformed']} | "
                     f"[{lo:.3f}, {hi:.3f}] | {screens} |")
+        if "named" in r:
+            m, (a, b) = r["named"], r["named"]["wilson95"]
+            rows.append(f"| {name}: the goal names the element | {m['accuracy']:.3f} | {m['successes']}/{m['n']} | "
+                        f"| [{a:.3f}, {b:.3f}] | {r['n'] - m['n']} clicks on an element the goal does not name left out |")
         for template, t in sorted(r.get("per_template", {}).items()):
             rows.append(f"| {name}: {template} | {t['successes'] / t['n']:.3f} | {t['successes']}/{t['n']} | "
                         f"{t['malformed']} | | |")
@@ -504,7 +531,7 @@ def run(config, workdir: str) -> None:
     test_tasks, test_eps, clicks, opens = [], [], [], []
     if s["phonesim"]:
         _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
-        clicks, opens = phonesim_items(test_eps, pcfg), phonesim_open_items(test_eps, pcfg)
+        clicks, opens = phonesim_items(test_eps, pcfg, test_tasks), phonesim_open_items(test_eps, pcfg)
         if not clicks:
             raise RunError("base_eval: the held-out episodes have no expert click on an element to score "
                            "(data.templates / data.num_test_episodes)")

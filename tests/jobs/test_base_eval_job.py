@@ -155,6 +155,21 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
         "1" if i % 2 == 0 else "0" for i in range(len(clicks)))
     assert "tap: misses " in md
     assert "first steps (open an app) of 2 of 2 episodes" in md
+    # both templates click a row the goal names (the song, the task): the named subset is every click
+    named = ps["named"]
+    assert named["mask"] == "1" * len(clicks) and (named["n"], named["successes"]) == (ps["n"], ps["successes"])
+    assert f"| {base_eval.PHONESIM}: the goal names the element | {ps['accuracy']:.3f} |" in md
+
+
+def test_a_click_counts_as_named_only_when_a_task_slot_is_in_the_goal_and_the_label():
+    alarm = (("on", "False"), ("time", "15:15"))
+    assert base_eval.names_element("Turn off the 15:15 alarm.", "15:15 Gym ON", alarm)
+    assert not base_eval.names_element("Turn off the 15:15 alarm.", "15:45 Wake up ON", alarm)
+    # the slot (the model number) is the answer, not in the goal: "About phone" is a navigation step
+    model = (("model", "PS-612B"),)
+    assert not base_eval.names_element("What is the model number of this phone?", "About phone", model)
+    assert base_eval.names_element("Play the song 'Falling Fire'.", "falling fire", (("title", "Falling Fire"),))
+    assert not base_eval.names_element("Open my conversation with Quinn Ueda.", "Quinn Ueda", ())
 
 
 def test_tiny_random_model_end_to_end(tmp_path, capsys):
@@ -282,3 +297,17 @@ def test_the_attention_part_scores_the_layouts_hops_on_the_tap_items(tmp_path):
     config.base_eval.attention_items, config.base_eval.pointer_layout = 200, "index_first=0.0,match=1.0"
     with pytest.raises(RunError, match=r"config.base_eval.pointer_layout: .*match=1.0.*outside the model's 1 layers"):
         base_eval.run(config, str(tmp_path / "b"))
+
+
+def test_the_named_clicks_pair_on_their_own_subset():
+    def part(hits, mask):
+        k = [h for h, m in zip(hits, mask) if m == "1"]
+        return {"hits": hits, "accuracy": hits.count("1") / len(hits),
+                "named": {"mask": mask, "accuracy": k.count("1") / len(k)}}
+    before = {"objectives": {base_eval.PHONESIM: part("110010", "111100")}}
+    after = {"objectives": {base_eval.PHONESIM: part("011011", "111100")}}
+    paired = base_eval.paired_against(after, before)
+    assert (paired[base_eval.PHONESIM]["lost"], paired[base_eval.PHONESIM]["gained"]) == (1, 2)
+    named = paired[f"{base_eval.PHONESIM}: named"]   # items 0-3 only: 1100 -> 0110
+    assert (named["lost"], named["gained"], named["before"], named["after"]) == (1, 1, 0.5, 0.5)
+    assert named["p"] == 1.0
