@@ -192,7 +192,8 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     assert "UNTRAINED tiny model" in capsys.readouterr().out
     md = (tmp_path / "base_eval.md").read_text().splitlines()
     templates = sum(len(objectives[k]["per_template"]) for k in (base_eval.PHONESIM, base_eval.PHONESIM_OPEN))
-    assert sum(line.startswith("|") for line in md) == 2 + 4 + templates   # header, rule, objectives, templates
+    # header, rule, objectives, the named-click row, templates
+    assert sum(line.startswith("|") for line in md) == 2 + 4 + 1 + templates
 
 
 def test_tap_outcomes_name_where_each_miss_went():
