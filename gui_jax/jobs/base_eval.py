@@ -11,7 +11,9 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
              quickstart's templates, split and test seeds), prompted as the quickstart agent is (goal + this
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
              Row phonesim_open: every held-out episode's first step when it opens an app from the home
-             screen (goal -> app); a hit when the response opens that app.
+             screen (goal -> app); a hit when the response opens that app. The clicks' "named" subset
+             (`names_element`: a task slot in the goal and in the clicked label) leaves out navigation
+             clicks the goal does not name ("About phone" for the model number); it has a row and a pairing.
 Items with a target element (tap, home, toggle) also report where the misses went (`breakdown`: a row whose
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
