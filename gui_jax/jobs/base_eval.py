@@ -112,7 +112,8 @@ def names_element(goal: str, label: str, params) -> bool:
     title, a person, an alarm's time) is in the goal and in the element's label (case-blind). "Turn off the 15:15
     alarm." names the row "15:15 Gym ON"; "What is the model number of this phone?" does not name "About phone"."""
     goal, label = goal.lower(), label.lower()
-    return any(str(v).strip() and str(v).lower() in goal and str(v).lower() in label for _, v in params)
+    values = (str(v).strip().lower() for _, v in params)
+    return any(v and v in goal and v in label for v in values)
 
 
 def phonesim_items(episodes, pcfg, tasks=()) -> list[dict]:
@@ -318,21 +319,23 @@ def check_pairable(digests: dict[str, str], earlier: dict, path: str) -> None:
 
 def paired_against(results: dict, earlier: dict) -> dict:
     """{part: {"before", "after", "lost", "gained", "p"}}: each part of `results` against the same part of the
-    earlier results (same items: check_pairable), item by item (exact McNemar)."""
+    earlier results (same items: check_pairable), item by item (exact McNemar); PhoneSim's named clicks as
+    "<part>: named", on the items its mask keeps."""
     from gui_jax.eval.metrics import mcnemar_exact, paired_counts
+
+    def pair(old: dict, new: dict, keep: str) -> dict:
+        before = [h == "1" for h, k in zip(old["hits"], keep) if k == "1"]
+        after = [h == "1" for h, k in zip(new["hits"], keep) if k == "1"]
+        lost, gained = paired_counts(before, after)
+        return {"lost": lost, "gained": gained, "p": mcnemar_exact(before, after)}
+
     out = {}
     for name, r in results["objectives"].items():
         old = earlier["objectives"][name]
-        before, after = [h == "1" for h in old["hits"]], [h == "1" for h in r["hits"]]
-        lost, gained = paired_counts(before, after)
-        out[name] = {"before": old["accuracy"], "after": r["accuracy"], "lost": lost, "gained": gained,
-                     "p": mcnemar_exact(before, after)}
+        out[name] = {"before": old["accuracy"], "after": r["accuracy"], **pair(old, r, "1" * len(r["hits"]))}
         if "named" in r and "named" in old:   # same items, so the same mask
-            keep = [m == "1" for m in r["named"]["mask"]]
-            b, a = [x for x, k in zip(before, keep) if k], [x for x, k in zip(after, keep) if k]
-            lost, gained = paired_counts(b, a)
             out[f"{name}: named"] = {"before": old["named"]["accuracy"], "after": r["named"]["accuracy"],
-                                     "lost": lost, "gained": gained, "p": mcnemar_exact(b, a)}
+                                     **pair(old, r, r["named"]["mask"])}
     return out
 
 
