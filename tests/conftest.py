@@ -1,5 +1,20 @@
 """Suite-wide collection order: the longest tests run first, so `pytest -n 2` does not end on one worker
-running a several-minute test alone (CI's wall time is bounded by that tail)."""
+running a several-minute test alone (CI's wall time is bounded by that tail), and one persistent XLA compilation
+cache for the whole run."""
+import os
+import shutil
+import tempfile
+
+# The tests build the same tiny programs again and again (in-process, on both xdist workers and in the jobs they
+# launch as subprocesses, which inherit the variable), and compiling them is most of the suite's time:
+# tests/train/test_trainers.py + tests/train/online took 284 s without the cache and 210 s with it (-n 2, this
+# suite's 2-core machine). Set before jax is imported; a fresh directory per run, removed at its end, so no
+# compiled program outlives the run. Tests that count compilations turn it off (support/xla_cache.py).
+_CREATED_CACHE = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _CREATED_CACHE = os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="gui_jax_tests_xla_")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 # file names of the tests that take minutes on 2 cores (measured with --durations), longest first
 LONGEST_FIRST = ("test_learns_lookup.py", "test_quickstart_determinism.py", "test_pretrain_job.py",
@@ -11,3 +26,8 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
     items.sort(key=rank)    # stable: every other test keeps its collection order
+
+
+def pytest_unconfigure(config):
+    if _CREATED_CACHE and not hasattr(config, "workerinput"):   # the process that made it (xdist's controller)
+        shutil.rmtree(_CREATED_CACHE, ignore_errors=True)

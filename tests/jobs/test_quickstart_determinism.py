@@ -1,7 +1,7 @@
 """Runs of a shortened quickstart with one config and seed give identical results.json stages
 and the same table (timings aside). Each run is its own process, with a different PYTHONHASHSEED,
 so an order that depends on string hashing (set/dict iteration) would show up as a difference.
-Budget: ≈ 60 s of CPU per run (mostly compilation), the two runs side by side."""
+Budget: ≈ 60 s of CPU for the first run (mostly compilation); the later runs reuse its compiled programs."""
 import json
 import math
 import os
@@ -36,11 +36,11 @@ def test_quickstart_twice_identical(tmp_path):
     other RL specs share) and a run started from the SFT-alone run's checkpoints (init.checkpoint_dir, no SFT of its
     own), each under its own PYTHONHASHSEED: the SFT-alone run trains the very SFT of the full run, and the run from
     its checkpoints repeats the full run's RL stage and table exactly."""
-    runs = [(_launch(str(tmp_path / "full"), 1), tmp_path / "full"),
-            (_launch(str(tmp_path / "sft_alone"), 3, "--config.semi_online_rl=False"), tmp_path / "sft_alone")]
-    outs = []
-    for proc, workdir in runs:
-        log, _ = proc.communicate(timeout=1800)  # ≈ 60 s CPU each; generous for loaded machines
+    outs = []   # one run after the other: the later ones reuse the first one's programs (the suite's XLA cache)
+    for workdir, hashseed, extra in ((tmp_path / "full", 1, ()),
+                                     (tmp_path / "sft_alone", 3, ("--config.semi_online_rl=False",))):
+        proc = _launch(str(workdir), hashseed, *extra)
+        log, _ = proc.communicate(timeout=1800)  # generous for loaded machines
         assert proc.returncode == 0, log[-3000:]
         outs.append(_outputs(workdir))
     (a, md_a, log_a), (alone, _, log_alone) = outs

@@ -19,13 +19,15 @@ from gui_jax.train.rl_common import make_rl_updater
 from gui_jax.train.state import init_train_state
 
 from support.fake_policy import make_episode
+from support.xla_cache import persistent_cache_off
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 @contextlib.contextmanager
 def count_compiles():
-    """Counter of XLA compilations by function name while the context is open."""
+    """Counter of XLA compilations by function name while the context is open (the persistent cache off, so that
+    every program compiles)."""
     counts = collections.Counter()
 
     def listener(event, duration, **kw):
@@ -35,7 +37,8 @@ def count_compiles():
             counts["seconds"] += duration
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
-        yield counts
+        with persistent_cache_off():
+            yield counts
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
 
