@@ -20,9 +20,9 @@ TINY = ["--config.model.num_hidden_layers=1", "--config.pretrain.batch_size=2", 
         "--config.pretrain.warmup_steps=1", "--config.pretrain.row_length=256", "--config.pretrain.data_threads=0"]
 
 
-def _env(cache: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(cache),
-                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+def _env() -> dict:
+    """The jobs' environment: the suite's XLA compilation cache (tests/conftest.py) comes with os.environ."""
+    return dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
 
 
 def _command(workdir: Path, extra=()) -> list[str]:
@@ -45,7 +45,7 @@ def _run(cmd, env, timeout=900):
 
 
 def test_kill9_then_resume_continues_the_same_loss_curve(tmp_path):
-    env = _env(tmp_path / "cache")
+    env = _env()
     ref, resumed = tmp_path / "ref", tmp_path / "resumed"
     _run(_command(ref, TINY), env)
     proc = subprocess.Popen(_command(resumed, TINY), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
@@ -82,7 +82,7 @@ def test_card_command_reproduces_the_cards_first_losses(tmp_path):
     overrides = [c for c in command if not c.startswith(("--config.model.checkpoint", "--config.pretrain.first_step"))]
     p = subprocess.run(_command(tmp_path / "w", [*overrides, "--config.pretrain.stop_after_steps=20",
                                                  "--config.pretrain.eval_items=4", "--config.pretrain.eval_every=1000"]),
-                       cwd=REPO, env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=900)
+                       cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
     assert "stopped after 20 steps as configured" in p.stderr, p.stderr[-3000:]   # the knob's (non-zero) exit
     got = _losses(tmp_path / "w")
     np.testing.assert_allclose([got[s] for s in range(1, 21)], card_losses, rtol=2e-3)

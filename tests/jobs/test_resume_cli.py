@@ -33,9 +33,9 @@ TINY = [
 ]
 
 
-def env_with_cache(cache: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(cache),
-                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+def job_env() -> dict:
+    """The jobs' environment: the suite's XLA compilation cache (tests/conftest.py) comes with os.environ."""
+    return dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
 
 
 def command(workdir: Path) -> list[str]:
@@ -94,7 +94,7 @@ def max_param_diff(a: Path, b: Path, stage: str, step: int) -> float:
 
 def test_kill9_in_sft_and_rl_then_resume_matches_uninterrupted(tmp_path):
     import resource
-    env = env_with_cache(tmp_path / "jax_cache")
+    env = job_env()
     ref, resumed = tmp_path / "ref", tmp_path / "resumed"
     t0 = time.time()
     ref_proc = start(ref, env)  # the uninterrupted run goes alongside the interrupted one (2 cores)
