@@ -27,7 +27,8 @@ directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=Tr
 the first `attention_items` tap and read items (train/pointer_find.py): where a miss comes from.
 Each part keeps its per-item hits and a digest of its items; `base_eval.compare_to` (an earlier results.json
 or its folder, same settings) adds a paired comparison per part: items lost and gained, exact McNemar p.
-Writes <workdir>/results.json and <workdir>/base_eval.md, and prints the table.
+Writes <workdir>/results.json, <workdir>/base_eval.md (printed) and <workdir>/responses.jsonl: one line per
+item (objective, item index, hit, the expert's response, the model's), where a per-template miss can be read.
 """
 from __future__ import annotations
 
@@ -349,7 +350,17 @@ def load_compare_to(path: str) -> dict:
         raise RunError(f"base_eval.compare_to {path!r}: cannot read a results.json there ({e})") from None
 
 
-def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_tokens: int, seed: int) -> dict:
+def response_rows(objective: str, items: Sequence[dict], texts: Sequence[str], hits: Sequence[bool]) -> list[dict]:
+    """responses.jsonl's lines for one part: item index, hit, the expert's and the model's response, and the
+    item's template / episode / step where it has them."""
+    keep = ("template", "episode_id", "step")
+    return [{"objective": objective, "item": i, "hit": bool(h), **{k: it[k] for k in keep if k in it},
+             "target": it["target"], "response": text} for i, (it, text, h) in enumerate(zip(items, texts, hits))]
+
+
+def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_tokens: int, seed: int,
+                  responses: Optional[list] = None) -> dict:
+    """One summary per objective; each item's response row is appended to `responses` when given."""
     from gui_jax.train.pretrain_data import score
     out = {}
     for obj, its in items.items():
@@ -357,7 +368,10 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
         texts = generate_texts(policy, [(it["messages"], []) for it in its], max_new_tokens=max_new_tokens,
                                seed=seed, label=obj)
         bad = [parsed_action(text, it["dialect"]) is None for it, text in zip(its, texts)]
-        out[obj] = summary([score(it, text) for it, text in zip(its, texts)], part="reading", malformed=sum(bad),
+        hits = [score(it, text) for it, text in zip(its, texts)]
+        if responses is not None:
+            responses += response_rows(obj, its, texts, hits)
+        out[obj] = summary(hits, part="reading", malformed=sum(bad),
                            items=items_digest([it["messages"] for it in its], [it["target"] for it in its]),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
@@ -371,9 +385,9 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
 
 
 def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int, templates: Sequence[str],
-                   episodes: int, kind: str = "click") -> dict:
+                   episodes: int, kind: str = "click", responses: Optional[list] = None) -> dict:
     """kind 'click': items of phonesim_items, a hit clicks the expert's element; 'open': items of
-    phonesim_open_items, a hit opens the expert's app."""
+    phonesim_open_items, a hit opens the expert's app. Each item's response row goes to `responses` when given."""
     label = PHONESIM if kind == "click" else PHONESIM_OPEN
     cut = too_long(policy, [it["target"] for it in items], max_new_tokens, label)
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
@@ -382,6 +396,8 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
     hits = [clicks_element(a, it["element"]) if kind == "click" else opens_app(a, it["app"])
             for it, a in zip(items, actions)]
     bad = [a is None for a in actions]
+    if responses is not None:
+        responses += response_rows(label, items, texts, hits)
     per_template = {}
     for it, h, b in zip(items, hits, bad):
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
@@ -551,15 +567,17 @@ def run(config, workdir: str) -> None:
     print(f"base_eval scoring {model_line(source)}")
     layout = attention_layout(agent, s["pointer_layout"]) if s["pointer_layout"] else None   # before generating
     max_new = int(config.model.get("max_new_tokens", 48))
-    objectives = score_reading(agent.policy, reading, s, max_new_tokens=max_new, seed=int(config.seed))
+    responses: list[dict] = []
+    objectives = score_reading(agent.policy, reading, s, max_new_tokens=max_new, seed=int(config.seed),
+                               responses=responses)
     templates = sorted({t.template for t in test_tasks})
     if clicks:
         objectives[PHONESIM] = score_phonesim(agent.policy, clicks, max_new_tokens=max_new, seed=int(config.seed),
-                                              templates=templates, episodes=len(test_eps))
+                                              templates=templates, episodes=len(test_eps), responses=responses)
     if opens:   # templates whose episodes start on the home screen
         objectives[PHONESIM_OPEN] = score_phonesim(agent.policy, opens, max_new_tokens=max_new,
                                                    seed=int(config.seed), templates=templates,
-                                                   episodes=len(test_eps), kind="open")
+                                                   episodes=len(test_eps), kind="open", responses=responses)
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
     if s["pointer_layout"]:
@@ -568,8 +586,10 @@ def run(config, workdir: str) -> None:
         results["paired"] = {"against": s["compare_to"], "parts": paired_against(results, earlier)}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
+    with open(os.path.join(workdir, "responses.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in responses)
     table = format_table(results)
     with open(os.path.join(workdir, "base_eval.md"), "w") as f:
         f.write("# base_eval\n\n" + table + "\n")
     print(table)
-    print(f"results in {os.path.join(workdir, 'results.json')} and base_eval.md")
+    print(f"results in {os.path.join(workdir, 'results.json')}, base_eval.md and responses.jsonl")

@@ -159,6 +159,17 @@ def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypat
     named = ps["named"]
     assert named["mask"] == "1" * len(clicks) and (named["n"], named["successes"]) == (ps["n"], ps["successes"])
     assert f"| {base_eval.PHONESIM}: the goal names the element | {ps['accuracy']:.3f} |" in md
+    # responses.jsonl: every item once per part, in item order, its hit as in `hits`, the stub's very text
+    rows = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
+    for name, r in results["objectives"].items():
+        part = [row for row in rows if row["objective"] == name]
+        assert [row["item"] for row in part] == list(range(r["n"]))
+        assert "".join("1" if row["hit"] else "0" for row in part) == r["hits"]
+    assert len(rows) == sum(r["n"] for r in results["objectives"].values())
+    clicks_rows = [row for row in rows if row["objective"] == base_eval.PHONESIM]
+    assert {row["template"] for row in clicks_rows} == {"music.play", "tasks.complete"}
+    assert all(row["response"] == row["target"] for row in clicks_rows[::2])
+    assert all(row["response"] != row["target"] for row in clicks_rows[1::2])
 
 
 def test_a_click_counts_as_named_only_when_a_task_slot_is_in_the_goal_and_the_label():
