@@ -81,6 +81,9 @@ def get_config():
         # a head of their own; without it they train goal's head); layer -1: the last; one hop per head,
         # except that goal may share label_bag's (the goal's label gathered the way each screen label is)
         "pointer_layout": DEFAULT_LAYOUT,
+        # with pointer_weight: toggle items ("Turn on the 15:45 alarm.") carry the tap hops too, the match keyed on
+        # the part of the switch / checkbox line the goal names; False: toggles learn from their answers alone
+        "toggle_pointers": False,
         # > 0 (with pointer_weight): + this weight x the cross-entropy of the index hops' head outputs read
         # out over the digit tokens against their line's index digit (the copy circuit's first half learnt
         # directly: in the look-up probe it removed the plateau before the look-up forms)

@@ -148,6 +148,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"- Curriculum (min-max lines @ shared-word probability : updates): {cfg.curriculum}",
         f"- Supervised attention: pointer_weight {cfg.get('pointer_weight', 0.0)}"
         + (f" on hops {cfg.pointer_layout}" if cfg.get("pointer_weight", 0.0) else "")
+        + (", toggle items too" if cfg.get("pointer_weight", 0.0) and cfg.get("toggle_pointers", False) else "")
         + (f", index readout {cfg.index_readout_weight}" if cfg.get("index_readout_weight", 0.0) else "")
         + (f", value readout {cfg.value_readout_weight}" if cfg.get("value_readout_weight", 0.0) else "")
         + f"; init gain {cfg.get('init_gain', 0.0) or 'std 0.02'}"
@@ -206,6 +207,9 @@ def run(config, workdir: str) -> None:
             raise ValueError(f"pretrain.value_readout_weight {cfg.value_readout_weight} reads out the read_match hop: "
                              f"it needs pretrain.pointer_weight > 0 and read_match in pretrain.pointer_layout "
                              f"({cfg.pointer_layout!r})")
+        if cfg.get("toggle_pointers", False) and not float(cfg.get("pointer_weight", 0.0)) > 0:
+            raise ValueError("pretrain.toggle_pointers adds the tap hops to toggle items: it needs "
+                             f"pretrain.pointer_weight > 0 (got {cfg.get('pointer_weight', 0.0)})")
         prompt_cfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:
         raise RunError(str(e)) from None

@@ -119,16 +119,20 @@ def _tokens_in(starts: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
     return first, last
 
 
-def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read: bool = False) -> np.ndarray:
+def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read: bool = False,
+                  named: Optional[Sequence[str]] = None) -> np.ndarray:
     """int32 [K, 4] rows (hop index in HOPS, query, key lo, key hi) for one tap/home item, or (read=True) one
-    read item.
+    read item, or (named given) one toggle item.
 
     pieces: the decoded text of every token of prompt + response (their concatenation is the exact text);
     prompt_len: tokens in the prompt. Screen lines are found in the UI text after the last "UI:" header of the
     prompt. Tap: each `"element": k` of the response (one per goal, later goals as further chat turns) is an
     answer whose goal is the last "Goal:" before it, and that goal must name line [k]'s label. Read: each
     `"text": "v"` is an answer whose goal names a line's label, and v is the label of one of the next
-    READ_WINDOW lines (the value's line). `where` names the item in errors."""
+    READ_WINDOW lines (the value's line). Toggle: the clicked switch / checkbox line shows more than the goal
+    names ("15:45 Wake up OFF" for "Turn on the 15:45 alarm."); named[i] is the part of answer i's line its goal
+    names, and the goal and match hops point at that part (its last token in the line) instead of the whole
+    label. `where` names the item in errors."""
     starts = _char_starts(pieces)
     text = "".join(pieces)
     prompt_end = int(starts[prompt_len])
@@ -153,7 +157,8 @@ def item_pointers(pieces: Sequence[str], prompt_len: int, where: str = "", read:
             rows += [(0, q, first_digit, first_digit), (1, q, last_digit, last_digit), (2, q, lo, q),
                      (8, q, after_first, after_first)]
         lines.append(_Line(int(m.group(1)), label, m.start(2), hi))
-    rows += (_read_rows if read else _tap_rows)(text, starts, prompt_end, lines, where)
+    rows += (_read_rows(text, starts, prompt_end, lines, where) if read
+             else _tap_rows(text, starts, prompt_end, lines, where, named))
     return np.asarray(rows, np.int32).reshape(-1, 4)
 
 
@@ -175,25 +180,34 @@ def _goal_label_rows(text, starts, answer_at: int, label: str, where: str, what:
     return (g_lo, g_hi), [(2, q, g_lo, q) for q in range(g_lo, g_hi + 1)]
 
 
-def _tap_rows(text, starts, prompt_end, lines, where):
+def _tap_rows(text, starts, prompt_end, lines, where, named=None):
     by_element = {ln.element: ln for ln in lines}
     answers = list(_ELEMENT.finditer(text, prompt_end))
     if not answers:
         raise ValueError(f"{where}: the response writes no \"element\": k")
+    if named is not None and len(named) != len(answers):
+        raise ValueError(f"{where}: {len(named)} named labels for {len(answers)} answers")
     rows = []
-    for a in answers:
+    for i, a in enumerate(answers):
         element = int(a.group(1))
         if element not in by_element:
             raise ValueError(f"{where}: no UI line has the answer's element [{element}]")
         line = by_element[element]
-        (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), line.label, where, f"[{element}]")
+        label, key = line.label, line.last
+        if named is not None:   # the goal names part of the line: the match keys on that part's last token
+            label = named[i]
+            at = line.label.find(label)
+            if not label or at < 0:
+                raise ValueError(f"{where}: line [{element}] {line.label!r} does not show the named {label!r}")
+            key = _tokens_in(starts, line.at + at, line.at + at + len(label))[1]
+        (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), label, where, f"[{element}]")
         rows += bag
         d_lo, d_hi = _tokens_in(starts, a.start(1), a.end(1))
         for t in range(d_lo, d_hi + 1):
-            rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, line.last, line.last)]
+            rows += [(3, t - 1, g_lo, g_hi), (4, t - 1, key, key)]
         first, after = d_lo - 1, d_lo          # the queries of the first digit and of what follows it
-        rows += [(9, first, line.last, line.last), (9, after, after, after),
-                 (10, after, line.last, line.last), (10, first, first, first)]
+        rows += [(9, first, key, key), (9, after, after, after),
+                 (10, after, key, key), (10, first, first, first)]
     return rows
 
 
@@ -252,7 +266,8 @@ class PiecePointers:
         self.keep = None if hops is None else np.asarray([HOPS.index(h) for h in hops], np.int32)
         self.read_goal = hops is not None and "read_goal" in hops
 
-    def __call__(self, sample, where: str = "", read: bool = False) -> np.ndarray:
+    def __call__(self, sample, where: str = "", read: bool = False,
+                 named: Optional[Sequence[str]] = None) -> np.ndarray:
         ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
         for t in ids:
             if t not in self.pieces:
@@ -261,7 +276,7 @@ class PiecePointers:
         if any("\ufffd" in p for p in pieces):   # a byte token of a split character: offsets would drift
             raise ValueError(f"{where}: a token decodes to part of a character; attention pointers need "
                              "token-aligned text")
-        rows = item_pointers(pieces, len(sample.prompt_ids), where, read)
+        rows = item_pointers(pieces, len(sample.prompt_ids), where, read, named)
         if read and self.read_goal:   # a read item's goal rows are its answers': the read_goal head's (module doc)
             rows[rows[:, 0] == HOPS.index("goal"), 0] = HOPS.index("read_goal")
         return rows if self.keep is None else rows[np.isin(rows[:, 0], self.keep)]

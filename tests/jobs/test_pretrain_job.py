@@ -164,8 +164,8 @@ def test_wall_time_budget_ends_with_an_evaluated_exported_base(tmp_path, monkeyp
 
 
 def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_path):
-    """The copy levers reach the job: the two-head copy layout with the reading hops, copy readouts scaled by the
-    residual (the digits' and a read value's), and the answer term are trained and logged (finite, the answer term
+    """The copy levers reach the job: the two-head copy layout with the reading hops (toggle items pointed too),
+    copy readouts scaled by the residual (the digits' and a read value's), and the answer term are trained and logged (finite, the answer term
     near the digit prior after two updates), and so is the circuit (each hop's rate); a bad readout_scale, and a
     value readout without the read_match hop, are named before any model is built."""
     import pytest
@@ -176,13 +176,15 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
     overrides = {flag.split("=")[0].removeprefix("--config."): flag.split("=")[1] for flag in TINY}
     overrides = {k: int(v) if v.isdigit() else v for k, v in overrides.items()}
     overrides.update({"model.num_hidden_layers": 3, "pretrain.num_steps": 2, "pretrain.eval_every": 2,
-                      "pretrain.mix": "tap:1,read:1", "pretrain.pointer_weight": 1.0,
+                      "pretrain.mix": "tap:1,read:1,toggle:1", "pretrain.toggle_pointers": True,
+                      "pretrain.app_pages": 0.5, "pretrain.pointer_weight": 1.0,
                       "pretrain.index_readout_weight": 1.0, "pretrain.value_readout_weight": 1.0,
                       "pretrain.pointer_layout": "index_first=0.0,label_bag=0.1,goal=0.1,index_next=0.2,"
                                                  "match_first=1.0,row=1.1,prev_token=1.2,match_next=1.3,read_match=2.0",
                       "pretrain.answer_weight": 1.0, "pretrain.readout_scale": "residual",
                       "pretrain.circuit_items": 2})
     pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "w"))
+    assert ", toggle items too" in (tmp_path / "w" / "base" / "README.md").read_text()
     logged = {}
     for line in (tmp_path / "w" / "metrics.jsonl").read_text().splitlines():
         r = json.loads(line)
@@ -204,3 +206,7 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
     overrides.update({"pretrain.readout_scale": "residual", "pretrain.pointer_layout": "index_first=0.0,match=1.0"})
     with pytest.raises(RunError, match="value_readout_weight 1.0 reads out the read_match hop: it needs"):
         pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **overrides), str(tmp_path / "y"))
+    with pytest.raises(RunError, match="pretrain.toggle_pointers adds the tap hops to toggle items: it needs "
+                                       "pretrain.pointer_weight > 0 \\(got 0.0\\)"):
+        pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **{
+            "pretrain.toggle_pointers": True}), str(tmp_path / "z"))

@@ -210,6 +210,54 @@ def test_the_pretraining_stream_points_at_the_target_labels_tokens():
     assert n_tap >= 8 and n_turns >= n_tap
 
 
+# a toggle item: the switch line [4] shows "Red Sun OFF", its title line [3] "Red Sun"; the goal names "Red Sun"
+TOGGLE_PIECES = ["Goal", ":", " Turn", " on", " Red", " Sun", "\nUI:", "\n", "[", "3", "]", ";", " Red", " Sun",
+                 "\n", "[", "4", "]", " click", ";", " Red", " Sun", " OFF", "\n", "Goal", ":", " Turn", " on", " Red",
+                 " Sun", "<|im_end|>", '{"', "element", '":', " ", "4", "}"]
+
+
+def test_toggle_pointers_key_the_match_on_the_named_part_of_the_switch_line():
+    rows = item_pointers(TOGGLE_PIECES, 31, "item 3", named=["Red Sun"])
+    got = {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist() if HOPS[h] in ("goal", "match", "match_first",
+                                                                                      "match_next")}
+    # " " (34) predicts "4": the goal's "Red Sun" (28-29) and the switch line's "Sun" (21), not its " OFF" (22)
+    assert got == {("goal", 34, 28, 29), ("match", 34, 21, 21), ("match_first", 34, 21, 21),
+                   ("match_first", 35, 35, 35), ("match_next", 35, 21, 21), ("match_next", 34, 34, 34)}
+    # the screen's own hops are the tap item's: every label token to its index, its label bag from the label start
+    assert ("label_bag", 22, 20, 22) in {(HOPS[h], q, lo, hi) for h, q, lo, hi in rows.tolist()}
+    with pytest.raises(ValueError, match="the goal before answer \\[4\\] does not name its label 'Red Sun OFF'"):
+        item_pointers(TOGGLE_PIECES, 31, "item 3")   # without named: a tap's whole-label rule
+    with pytest.raises(ValueError, match="item 3: line \\[4\\] 'Red Sun OFF' does not show the named 'Blue'"):
+        item_pointers(TOGGLE_PIECES, 31, "item 3", named=["Blue"])
+    with pytest.raises(ValueError, match="item 3: 2 named labels for 1 answers"):
+        item_pointers(TOGGLE_PIECES, 31, "item 3", named=["Red Sun", "Red"])
+
+
+def test_the_pretraining_stream_points_toggle_goals_at_their_switch_lines():
+    tok, stream = _stream("toggle:1", seed=2, pointers=True, toggle_pointers=True, app_pages=0.5)
+    _, plain = _stream("toggle:1", seed=2, pointers=True, app_pages=0.5)
+    layouts = set()
+    for i in range(16):
+        item, sample = stream.sources[0][i], stream[i]
+        assert plain[i].pointers is None          # without toggle_pointers a toggle item has no hops
+        layouts.add(item["layout"])
+        ids = np.concatenate([sample.prompt_ids, sample.response_ids])
+        rows = sample.pointers
+        goal, match = rows[rows[:, 0] == HOPS.index("goal")], rows[rows[:, 0] == HOPS.index("match")]
+        turns = [(item["label"], item["target_element"])] + [(t["label"], t["target_element"]) for t in item["turns"]]
+        at = 0
+        for label, k in turns:
+            n = len(str(k))
+            assert {tok.decode(ids[lo:hi + 1].tolist()).strip() for _, _, lo, hi in goal[at:at + n]} == {label}
+            upto = tok.decode(ids[:match[at, 2] + 1].tolist())
+            assert upto.endswith(label)                                      # the named part's last token
+            line = upto[upto.rfind("\n"):]
+            assert line.startswith(f"\n[{k}] ") and "check" in line        # on the clicked switch / checkbox line
+            at += n
+        assert at == len(goal)
+    assert {"alarms", "tasks"} & layouts and {"settings", "checklist"} & layouts
+
+
 # a read item: the value "5:02" on the line after its row "Red Sun"; the screen and the response tokenise it alike
 READ_PIECES = ["Goal", ":", " Read", " Red", " Sun", "\nUI:", "\n", "[", "3", "]", ";", " Red", " Sun", "\n",
                "[", "4", "]", ";", " 5", ":", "0", "2", "\n", "Goal", ":", " Read", " Red", " Sun", "<|im_end|>",
