@@ -37,6 +37,9 @@ def get_config():
         # distractor sharing a word with the target
         "lines_range": (24, 40),
         "shared_word_prob": 1.0,
+        # probability that an item an app page serves (tap, read, state, toggle) is drawn on one of PhoneSim's own
+        # app pages with generator labels (pretrain_apps.py), as the pretraining stream does; 0 = generic layouts
+        "app_pages": 0.0,
         "seed": 0,          # item seed; the pretrain job's own reading eval uses seed + 7919 (other items)
         "phonesim": True,   # also score clicks on the held-out PhoneSim screens
         # an earlier run's results.json (or its folder) on the same settings: each part paired item by item with

@@ -70,6 +70,9 @@ def settings(config) -> dict:
     p = b.shared_word_prob
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
         raise RunError(f"config.base_eval.shared_word_prob = {p!r}: expected a probability in [0, 1]")
+    app_pages = b.get("app_pages", 0.0)
+    if not isinstance(app_pages, (int, float)) or isinstance(app_pages, bool) or not 0.0 <= app_pages <= 1.0:
+        raise RunError(f"config.base_eval.app_pages = {app_pages!r}: expected a probability in [0, 1]")
     if not objectives and not b.phonesim:
         raise RunError("config.base_eval: no objectives and phonesim=False leave nothing to score")
     if config.eval.get("checkpoint_dir") and config.eval.get("untrained", False):
@@ -84,6 +87,7 @@ def settings(config) -> dict:
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
+            "app_pages": float(app_pages),
             "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", "")),
             "pointer_layout": layout, "attention_items": min(attention_items, n)}
 
@@ -100,7 +104,8 @@ def reading_items(s: dict, pcfg) -> dict[str, list[dict]]:
     from gui_jax.train.pretrain_data import reading_eval_items
     try:
         return {o: reading_eval_items(s["n"], s["lines_range"], s["shared_word_prob"], seed=s["seed"],
-                                      prompt_cfg=reading_prompt_config(pcfg, s["lines_range"]), objectives=(o,))
+                                      prompt_cfg=reading_prompt_config(pcfg, s["lines_range"]), objectives=(o,),
+                                      app_pages=s.get("app_pages", 0.0))
                 for o in s["objectives"]}
     except ValueError as e:   # a prompt block the synthetic screens cannot be written in (dialect, observation)
         raise RunError(f"base_eval reading items: {e}") from None
@@ -375,7 +380,8 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            items=items_digest([it["messages"] for it in its], [it["target"] for it in its]),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
-                           shared_word_prob=s["shared_word_prob"], examples=texts[:3],
+                           shared_word_prob=s["shared_word_prob"], app_pages=s.get("app_pages", 0.0),
+                           examples=texts[:3],
                            targets_over_max_new_tokens=cut)
         if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
             out[obj]["taps"] = breakdown(its, texts, kind="tap")
@@ -491,7 +497,8 @@ def format_table(results: dict) -> str:
         lo, hi = r["wilson95"]
         if r["part"] == "reading":
             a, b = r["lines_range"]
-            screens = f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g} (reading_eval labels)"
+            screens = (f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g}"
+                       + (f", app pages p {r['app_pages']:g}" if r.get("app_pages") else "") + " (reading_eval labels)")
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"

@@ -76,6 +76,23 @@ def test_a_comma_string_of_objectives_is_refused_with_the_tuple_spelling():
         base_eval.settings(config)
 
 
+def test_app_pages_draw_the_reading_items_on_phonesims_app_pages():
+    """base_eval.app_pages reaches the items: at 1 every toggle item is on an alarms or tasks page, at 0 none is;
+    a value outside [0, 1] is refused by name."""
+    config = tiny_config(untrained=True)
+    config.base_eval.objectives, config.base_eval.n = ("toggle",), 12
+    plain = base_eval.reading_items(base_eval.settings(config), PromptConfig(**config.prompt.to_dict()))
+    config.base_eval.app_pages = 1.0
+    s = base_eval.settings(config)
+    assert s["app_pages"] == 1.0
+    paged = base_eval.reading_items(s, PromptConfig(**config.prompt.to_dict()))
+    assert {it["layout"] for it in paged["toggle"]} <= {"alarms", "tasks"} and len(paged["toggle"]) == 12
+    assert not {it["layout"] for it in plain["toggle"]} & {"alarms", "tasks"}
+    config.base_eval.app_pages = 1.5
+    with pytest.raises(RunError, match=r"config.base_eval.app_pages = 1.5: expected a probability in \[0, 1\]"):
+        base_eval.settings(config)
+
+
 def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypatch, capsys):
     """Scripted responses: the expert's for items 0, 3, 6, ..., a wrong element / value for 1, 4, 7, ...,
     unparsable text for the rest; the counts and Wilson bounds must follow exactly."""
