@@ -27,8 +27,7 @@ directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=Tr
 the first `attention_items` tap and read items (train/pointer_find.py): where a miss comes from.
 Each part keeps its per-item hits and a digest of its items; `base_eval.compare_to` (an earlier results.json
 or its folder, same settings) adds a paired comparison per part: items lost and gained, exact McNemar p.
-Writes <workdir>/results.json, <workdir>/base_eval.md (printed) and <workdir>/responses.jsonl: one line per
-item (objective, item index, hit, the expert's response, the model's), where a per-template miss can be read.
+Writes <workdir>/results.json, base_eval.md (printed) and responses.jsonl (each item's hit and responses).
 """
 from __future__ import annotations
 
@@ -67,12 +66,7 @@ def settings(config) -> dict:
             or not MIN_LINES <= lines[0] <= lines[1] <= MAX_LINES):
         raise RunError(f"config.base_eval.lines_range = {lines!r}: expected (min, max) UI lines with "
                        f"{MIN_LINES} ≤ min ≤ max ≤ {MAX_LINES}")
-    p = b.shared_word_prob
-    if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
-        raise RunError(f"config.base_eval.shared_word_prob = {p!r}: expected a probability in [0, 1]")
-    app_pages = b.get("app_pages", 0.0)
-    if not isinstance(app_pages, (int, float)) or isinstance(app_pages, bool) or not 0.0 <= app_pages <= 1.0:
-        raise RunError(f"config.base_eval.app_pages = {app_pages!r}: expected a probability in [0, 1]")
+    p, app_pages = (_probability(name, b.get(name, 0.0)) for name in ("shared_word_prob", "app_pages"))
     if not objectives and not b.phonesim:
         raise RunError("config.base_eval: no objectives and phonesim=False leave nothing to score")
     if config.eval.get("checkpoint_dir") and config.eval.get("untrained", False):
@@ -86,10 +80,15 @@ def settings(config) -> dict:
     if layout and not (set(objectives) & {"tap", "read"}):
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
-    return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": float(p),
-            "app_pages": float(app_pages),
+    return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": p, "app_pages": app_pages,
             "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", "")),
             "pointer_layout": layout, "attention_items": min(attention_items, n)}
+
+
+def _probability(name: str, value) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise RunError(f"config.base_eval.{name} = {value!r}: expected a probability in [0, 1]")
+    return float(value)
 
 
 def reading_prompt_config(pcfg, lines_range):
@@ -105,7 +104,7 @@ def reading_items(s: dict, pcfg) -> dict[str, list[dict]]:
     try:
         return {o: reading_eval_items(s["n"], s["lines_range"], s["shared_word_prob"], seed=s["seed"],
                                       prompt_cfg=reading_prompt_config(pcfg, s["lines_range"]), objectives=(o,),
-                                      app_pages=s.get("app_pages", 0.0))
+                                      app_pages=s["app_pages"])
                 for o in s["objectives"]}
     except ValueError as e:   # a prompt block the synthetic screens cannot be written in (dialect, observation)
         raise RunError(f"base_eval reading items: {e}") from None
@@ -380,7 +379,7 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            items=items_digest([it["messages"] for it in its], [it["target"] for it in its]),
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
-                           shared_word_prob=s["shared_word_prob"], app_pages=s.get("app_pages", 0.0),
+                           shared_word_prob=s["shared_word_prob"], app_pages=s["app_pages"],
                            examples=texts[:3],
                            targets_over_max_new_tokens=cut)
         if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
