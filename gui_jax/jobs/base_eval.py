@@ -6,7 +6,8 @@ Two parts, each a list of (prompt, right answer) items the agent answers greedil
 through `agent.policy.generate`, `model.max_new_tokens` new tokens):
   reading    `base_eval.n` items per objective in `base_eval.objectives` from `reading_eval_items` (labels
              from the `reading_eval` pool, which pretraining never samples) on screens of
-             `base_eval.lines_range` lines with `base_eval.shared_word_prob` distractors; `score` decides.
+             `base_eval.lines_range` lines with `base_eval.shared_word_prob` distractors, on PhoneSim's own app
+             pages with probability `base_eval.app_pages`; `score` decides.
   phonesim   every expert click on an element in the held-out (test) episodes of the data block (the
              quickstart's templates, split and test seeds), prompted as the quickstart agent is (goal + this
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
@@ -18,8 +19,7 @@ Items with a target element (tap, home, toggle) also report where the misses wen
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
 failed; part of the value: the copy failed; other text, another action, unparsable), by the value's quarter.
-Teacher-forced exact match (the pretrain job's metric) is a lower bound on this; a base that "reads" should
-score well above chance here before task training starts.
+Teacher-forced exact match (the pretrain job's metric) is a lower bound on this.
 
 Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
 directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=True`.
@@ -380,8 +380,7 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            pool="reading_eval", lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], app_pages=s["app_pages"],
-                           examples=texts[:3],
-                           targets_over_max_new_tokens=cut)
+                           examples=texts[:3], targets_over_max_new_tokens=cut)
         if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
             out[obj]["taps"] = breakdown(its, texts, kind="tap")
         elif all(it["answer"] is not None and it.get("value_element") is not None for it in its):   # read
