@@ -48,6 +48,9 @@ def get_config():
         # objective:weight (tap, read, state, home, screen_text, toggle, launch: which app serves a goal, on
         # PhoneSim's home screen -> open(text=app), gui_jax/train/pretrain_launch.py)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
+        # how launch items phrase goals: topics (generic frames x each app's topic words) | intents (half of them
+        # requests phrased the ways people ask an app: questions, edits, counts; train/pretrain_launch.py)
+        "launch_goals": "topics",
         # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
         # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too);
         # '' = pretrain_labels.DEFAULT_LABEL_KINDS

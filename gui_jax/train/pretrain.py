@@ -100,13 +100,14 @@ class CurriculumStream:
     def __init__(self, agent, prompt_cfg: PromptConfig, stages: Sequence[Stage], mix: ObjectiveMix, *,
                  batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1,
                  pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
-                 hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False):
+                 hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics"):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
         read_pointers, read items too; hops: only these hops' rows (the layout's). app_pages: the share of items on
         PhoneSim's own app pages (PretrainSource). toggle_pointers (with pointers): toggle items too, their hops
-        keyed on the part of the switch / checkbox line the goal names (attention_pointers.item_pointers)."""
+        keyed on the part of the switch / checkbox line the goal names (attention_pointers.item_pointers).
+        launch_goals: how launch items phrase their goals (PretrainSource)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
@@ -114,7 +115,8 @@ class CurriculumStream:
         self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.toggle_pointers = bool(pointers) and bool(toggle_pointers)
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
-                                       goals_per_screen=goals_per_screen, app_pages=app_pages) for s in stages]
+                                       goals_per_screen=goals_per_screen, app_pages=app_pages,
+                                       launch_goals=launch_goals) for s in stages]
         ends, at = [], 0
         for s in stages:
             at = at + s.steps if s.steps is not None else None
@@ -323,7 +325,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               pointers=float(cfg.get("pointer_weight", 0.0)) > 0,
                               read_pointers="read_match" in layout,
                               app_pages=float(cfg.get("app_pages", 0.0)),
-                              hops=tuple(layout), toggle_pointers=bool(cfg.get("toggle_pointers", False)))
+                              hops=tuple(layout), toggle_pointers=bool(cfg.get("toggle_pointers", False)),
+                              launch_goals=str(cfg.get("launch_goals", "topics")))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

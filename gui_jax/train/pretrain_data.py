@@ -32,7 +32,7 @@ from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, 
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import APP_SERVES, MAX_PAGE_LINES, build_app_screen
-from gui_jax.train.pretrain_launch import APPS, launch_action, launch_goal, launcher_observation
+from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
 
 OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle", "launch")
@@ -118,11 +118,12 @@ class PretrainSource:
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
-                 app_pages: float = 0.0):
+                 app_pages: float = 0.0, launch_goals: str = "topics"):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
-        is drawn on one of PhoneSim's own app pages instead of a generic layout (0: never, streams unchanged)."""
+        is drawn on one of PhoneSim's own app pages instead of a generic layout (0: never, streams unchanged).
+        launch_goals: how launch items phrase their goals (pretrain_launch.LAUNCH_GOALS; "topics": streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -158,6 +159,9 @@ class PretrainSource:
             raise ValueError(f"app_pages > 0 needs prompt_cfg.max_ui_lines ≥ {MAX_PAGE_LINES} (the longest app page), "
                              f"got {prompt_cfg.max_ui_lines}")
         self.app_pages = float(app_pages)
+        if launch_goals not in LAUNCH_GOALS:
+            raise ValueError(f"launch_goals must be one of {LAUNCH_GOALS}, got {launch_goals!r}")
+        self.launch_goals = launch_goals
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -234,11 +238,11 @@ class PretrainSource:
         further goals (goals_per_screen) about other apps as later turns."""
         obs = launcher_observation()
         screen = ui_text(obs, self.cfg)
-        goal, app = launch_goal(rng, self._launch_label(rng))
+        goal, app = launch_goal(rng, self._launch_label(rng), style=self.launch_goals)
         messages, _ = build_messages(goal, [], obs, self.cfg)
         turns = []
         for other in rng.permutation([a for a in APPS if a != app])[:self.goals_per_screen - 1]:
-            g, _ = launch_goal(rng, self._launch_label(rng), str(other))
+            g, _ = launch_goal(rng, self._launch_label(rng), str(other), self.launch_goals)
             turns.append({"goal": g, "message": f"Goal: {word_spaced(g) if self.cfg.word_tokens else g}",
                           "target": expert_response(launch_action(str(other)), obs, self.cfg),
                           "target_element": None, "answer": None, "label": str(other), "app": str(other)})

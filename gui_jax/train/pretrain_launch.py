@@ -40,6 +40,52 @@ ENTITY_FRAMES = ("Open the {N} '{L}'.", "Show me the {N} '{L}'.", "Find the {N} 
 SETTING_FRAMES = ("Turn on {N}.", "Turn off {N}.", "Change the {N}.", "Check the {N}.", "What is the {N}?",
                   "How is the {N} set?", "Open the {N}.", "Show me the {N}.")
 APPS = tuple(ENTITY_TOPICS) + ("Settings",)
+# launch_goals="intents": as well, requests phrased the ways people ask an app for things (questions about a
+# record, edits, counts), each with a cue word of its app; {L} is a generator label. They cover the vocabulary
+# of phone requests, not PhoneSim's sentences: the topic frames alone left the base mapping "What did X say in
+# their most recent message?" to Notes and "What is the model number of this phone?" to Clock
+# (experiments/results/pretrain_m1.md, the annealed branch M1e).
+INTENT_FRAMES = {
+    "Clock": ("Wake me up with the alarm '{L}'.", "Switch off the alarm '{L}'.", "Enable the '{L}' alarm.",
+              "How many alarms are set?", "Which alarms are on?", "Remove the alarm labelled '{L}'.",
+              "Start the stopwatch.", "Count down a timer for '{L}'.", "Disable my alarm '{L}'."),
+    "Contacts": ("What is {L}'s phone number?", "Which company is {L} with?", "Where does {L} work?",
+                 "Save {L} as a new contact.", "Star {L} in my contacts.", "Email address of {L}?",
+                 "Remove {L} from my contacts.", "Update the number of {L}.", "Who are my starred contacts?"),
+    "Messages": ("What did {L} write to me last?", "Read the latest text from {L}.", "Text {L} that I am late.",
+                 "Send {L} a quick text.", "Answer {L}'s last message.", "Open my chat with {L}.",
+                 "Who sent me unread messages?", "What was the last thing {L} said?", "Show the thread with {L}."),
+    "Calendar": ("When is '{L}' scheduled?", "Where is '{L}' held?", "What time does '{L}' begin?",
+                 "Schedule '{L}' on my calendar.", "How many events are on '{L}'?", "Cancel the event '{L}'.",
+                 "Am I busy on '{L}'?", "Which day is the meeting '{L}'?", "Put '{L}' in my schedule."),
+    "Notes": ("What does my note '{L}' say?", "Write down '{L}' in a new note.", "Jot down '{L}'.",
+              "Add '{L}' to the end of a note.", "How many notes are saved?", "Remove the note '{L}'.",
+              "Read me the note '{L}'.", "Make a memo titled '{L}'.", "What is in the memo '{L}'?"),
+    "Expenses": ("How much was '{L}'?", "What did '{L}' cost me?", "What did I pay for '{L}'?",
+                 "How much money went on '{L}'?", "Log '{L}' as an expense.", "What is my total spending?",
+                 "Remove the expense '{L}'.", "How much have I spent on bills?", "Record a payment for '{L}'."),
+    "Recipes": ("How many people does '{L}' feed?", "What goes into '{L}'?", "How long does '{L}' take to cook?",
+                "Favourite the recipe '{L}'.", "Save a new recipe '{L}'.", "What do I need to cook '{L}'?",
+                "How many servings is '{L}'?", "Show me how to cook '{L}'.", "Star the dish '{L}'."),
+    "Tasks": ("Mark '{L}' as complete.", "Tick off the to-do '{L}'.", "What priority does '{L}' have?",
+              "Add '{L}' to my to-do list.", "Which tasks are still open?", "Is the task '{L}' done?",
+              "When is the task '{L}' due?", "Remove finished to-dos.", "How urgent is the to-do '{L}'?"),
+    "Files": ("How big is the file '{L}'?", "Rename the document '{L}'.", "Make a folder called '{L}'.",
+              "How many files does the folder '{L}' hold?", "Delete the file '{L}'.", "Move the file '{L}'.",
+              "Where is the document '{L}' stored?", "Open my downloads folder.", "Find the PDF '{L}'."),
+    "Recorder": ("How long does the recording '{L}' last?", "Record a voice memo.", "Start recording audio.",
+                 "Save an audio clip named '{L}'.", "Delete the voice memo '{L}'.", "Play back the recording '{L}'.",
+                 "Capture some audio for me.", "Rename the audio recording '{L}'.", "Make a sound recording."),
+    "Music": ("Play '{L}' for me.", "Put on the track '{L}'.", "Who sings '{L}'?", "Which artist made '{L}'?",
+              "Add '{L}' to a playlist.", "How many songs by {L} do I have?", "Listen to the album '{L}'.",
+              "Make a playlist called '{L}'.", "Shuffle my songs."),
+    "Settings": ("What is this phone's model number?", "How much storage is used on this phone?",
+                 "Set the ring volume to 30%.", "Make the screen brighter.", "Switch on the dark theme.",
+                 "Disable Wi-Fi on this phone.", "Enable Bluetooth.", "Put the phone in airplane mode.",
+                 "Which Android version does this phone run?", "How full is the phone's storage?",
+                 "Lower the volume of this phone.", "Dim the display."),
+}
+LAUNCH_GOALS = ("topics", "intents")   # topic frames only | half topic frames, half INTENT_FRAMES
 
 
 @lru_cache(maxsize=1)
@@ -50,12 +96,18 @@ def launcher_observation() -> Observation:
     return PhoneSim(render=False).reset(make_task("settings.wifi_on", 0))
 
 
-def launch_goal(rng: np.random.Generator, label: str, app: Optional[str] = None) -> tuple[str, str]:
+def launch_goal(rng: np.random.Generator, label: str, app: Optional[str] = None,
+                style: str = "topics") -> tuple[str, str]:
     """(goal, app): a goal about one of `app`'s topics (a random app when None), naming `label` when the topic is
-    an entity."""
+    an entity; style "intents": half the goals are `app`'s INTENT_FRAMES instead."""
+    if style not in LAUNCH_GOALS:
+        raise ValueError(f"launch goals {style!r}: one of {', '.join(LAUNCH_GOALS)}")
     app = APPS[int(rng.integers(len(APPS)))] if app is None else app
     if app not in APPS:
         raise ValueError(f"launch: unknown app {app!r}; known: {', '.join(APPS)}")
+    if style == "intents" and rng.random() < 0.5:
+        frames = INTENT_FRAMES[app]
+        return frames[int(rng.integers(len(frames)))].replace("{L}", label), app
     if app == "Settings":
         noun = SETTING_TOPICS[int(rng.integers(len(SETTING_TOPICS)))]
         return SETTING_FRAMES[int(rng.integers(len(SETTING_FRAMES)))].format(N=noun), app

@@ -80,3 +80,29 @@ def test_launch_labels_are_the_pools_and_never_phonesims():
         # pool words, or made-up words of the tokenizer's pieces that hash into the pool
         assert all(w in own or pool_of(w) == pool for w in words), sorted(words - own)[:5]
         assert not words & phonesim_words()
+
+
+def test_intent_goals_mix_in_requests_and_keep_the_topic_stream_unchanged():
+    """launch_goals="intents": about half the goals come from the app's INTENT_FRAMES (label filled in), the rest
+    from the topic frames; "topics" (the default) leaves the stream exactly as it was; no goal equals a goal of
+    any PhoneSim task; an unknown style is an error naming it."""
+    from gui_jax.tasks.registry import list_templates
+    from gui_jax.train.pretrain_launch import INTENT_FRAMES
+    assert set(INTENT_FRAMES) == set(APPS)
+    src = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2, launch_goals="intents")
+    items = [src[i] for i in range(300)]
+    import re
+    patterns = {app: [re.compile(re.escape(f).replace(re.escape("{L}"), ".+") + "$") for f in frames]
+                for app, frames in INTENT_FRAMES.items()}
+    from_intents = [any(p.match(it["goal"]) for p in patterns[it["app"]]) for it in items]
+    assert 0.3 < np.mean(from_intents) < 0.7
+    assert {it["app"] for it in items} == set(APPS)
+    phonesim_goals = {make_task(t, s).goal for t in list_templates() for s in range(20)}
+    assert not phonesim_goals & {it["goal"] for it in items}
+    topics = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2)
+    assert [topics[i]["goal"] for i in range(20)] == [x["goal"] for x in _launch_items(20, goals=2)]
+    assert [x["goal"] for x in items[:20]] != [topics[i]["goal"] for i in range(20)]
+    with pytest.raises(ValueError, match="launch_goals must be one of .* got 'chatty'"):
+        PretrainSource(CFG, {"launch": 1.0}, launch_goals="chatty")
+    with pytest.raises(ValueError, match="launch goals 'chatty'"):
+        launch_goal(np.random.default_rng(0), "x", style="chatty")
