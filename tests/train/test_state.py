@@ -122,6 +122,36 @@ def test_logger_writes_jsonl_tb_and_png(tmp_path):
     assert again.history["sft/loss"][-1] == (4, 0.2)
 
 
+def test_logger_leaves_pytorch_unimported_and_its_event_file_holds_the_scalars(tmp_path):
+    """tensorboardX imports torch when it is installed; a job's logger must not pay that (seconds per process),
+    and torch stays importable afterwards. The event file holds each scalar with its step."""
+    import subprocess
+    import sys
+    code = f"""
+import struct, sys
+from gui_jax.train.logger import MetricsLogger
+lg = MetricsLogger({str(tmp_path)!r})
+for t in range(3):
+    lg.write(t, {{"loss": 0.5 * t}}, prefix="sft")
+lg.close()
+assert "torch" not in sys.modules, "the logger imported torch"
+import torch  # still importable
+import os
+from tensorboardX.proto.event_pb2 import Event
+(name,) = [n for n in os.listdir({str(tmp_path / "logs")!r}) if n.startswith("events.out.tfevents")]
+data, got = open(os.path.join({str(tmp_path / "logs")!r}, name), "rb").read(), []
+while data:
+    (n,) = struct.unpack("<Q", data[:8])
+    ev = Event.FromString(data[12:12 + n])
+    data = data[12 + n + 4:]
+    got += [(ev.step, v.tag, round(v.simple_value, 6)) for v in ev.summary.value]
+print(sorted(got))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[(0, 'sft/loss', 0.0), (1, 'sft/loss', 0.5), (2, 'sft/loss', 1.0)]"
+
+
 def _rates(opt, steps: int) -> np.ndarray:
     """The learning rate of each update: with a constant gradient, Adam's bias-corrected step is exactly lr."""
     params, out = jnp.zeros(1), []
