@@ -89,6 +89,7 @@ from gui_jax.main import run_job  # noqa: E402
 config = load_config(recipe_path("quickstart"))
 if SMALL:
     config.data.num_train_episodes, config.data.num_test_episodes, config.data.rl_train_episodes = 12, 4, 0
+    config.data.train_seed_range, config.data.test_seed_range = (0, 40), (1000, 1010)   # a split of ~500 tasks
     config.model.checkpoint, config.model.num_hidden_layers = "", 1  # the suite checks every cell runs, not what it learns
     config.sft.num_steps, config.sft.checkpoint_every, config.sft.warmup_steps = 10, 10, 2
     config.rl.iterations, config.rl.checkpoint_every = 2, 2

@@ -79,6 +79,7 @@ config = load_config(recipe_path("quickstart"))
 config.offline_rl_baseline = True
 if SMALL:
     config.data.num_train_episodes, config.data.num_test_episodes, config.data.rl_train_episodes = 12, 4, 0
+    config.data.train_seed_range, config.data.test_seed_range = (0, 40), (1000, 1010)   # a split of ~500 tasks
     config.model.checkpoint, config.model.num_hidden_layers = "", 1  # the suite checks every cell runs, not what it learns
     config.sft.num_steps, config.sft.checkpoint_every, config.sft.warmup_steps = 10, 10, 2
     config.rl.iterations, config.rl.checkpoint_every = 2, 2
