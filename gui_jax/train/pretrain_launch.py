@@ -44,7 +44,8 @@ APPS = tuple(ENTITY_TOPICS) + ("Settings",)
 # record, edits, counts), each with a cue word of its app; {L} is a generator label. They cover the vocabulary
 # of phone requests, not PhoneSim's sentences: the topic frames alone left the base mapping "What did X say in
 # their most recent message?" to Notes and "What is the model number of this phone?" to Clock
-# (experiments/results/pretrain_m1.md, the annealed branch M1e).
+# (experiments/results/pretrain_m1.md, the annealed branch M1e). The M1f branch still opened Tasks or Notes for
+# "play"/"conversation" requests: Music and Messages got play and conversation frames (none is PhoneSim's sentence).
 INTENT_FRAMES = {
     "Clock": ("Wake me up with the alarm '{L}'.", "Switch off the alarm '{L}'.", "Enable the '{L}' alarm.",
               "How many alarms are set?", "Which alarms are on?", "Remove the alarm labelled '{L}'.",
@@ -54,7 +55,8 @@ INTENT_FRAMES = {
                  "Remove {L} from my contacts.", "Update the number of {L}.", "Who are my starred contacts?"),
     "Messages": ("What did {L} write to me last?", "Read the latest text from {L}.", "Text {L} that I am late.",
                  "Send {L} a quick text.", "Answer {L}'s last message.", "Open my chat with {L}.",
-                 "Who sent me unread messages?", "What was the last thing {L} said?", "Show the thread with {L}."),
+                 "Who sent me unread messages?", "What was the last thing {L} said?", "Show the thread with {L}.",
+                 "Open the conversation with {L}.", "Bring up my texts with {L}.", "Go to my messages from {L}."),
     "Calendar": ("When is '{L}' scheduled?", "Where is '{L}' held?", "What time does '{L}' begin?",
                  "Schedule '{L}' on my calendar.", "How many events are on '{L}'?", "Cancel the event '{L}'.",
                  "Am I busy on '{L}'?", "Which day is the meeting '{L}'?", "Put '{L}' in my schedule."),
@@ -78,7 +80,8 @@ INTENT_FRAMES = {
                  "Capture some audio for me.", "Rename the audio recording '{L}'.", "Make a sound recording."),
     "Music": ("Play '{L}' for me.", "Put on the track '{L}'.", "Who sings '{L}'?", "Which artist made '{L}'?",
               "Add '{L}' to a playlist.", "How many songs by {L} do I have?", "Listen to the album '{L}'.",
-              "Make a playlist called '{L}'.", "Shuffle my songs."),
+              "Make a playlist called '{L}'.", "Shuffle my songs.", "Play the track '{L}'.",
+              "Put on the song '{L}', please.", "Start playing the album '{L}'.", "Play the tune '{L}' now."),
     "Settings": ("What is this phone's model number?", "How much storage is used on this phone?",
                  "Set the ring volume to 30%.", "Make the screen brighter.", "Switch on the dark theme.",
                  "Disable Wi-Fi on this phone.", "Enable Bluetooth.", "Put the phone in airplane mode.",
