@@ -158,11 +158,13 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
           "sampler": {"model": {"base": recipe["preset"]}, "prompt": 512, "new_tokens": 32, "batches": [1, 16, 64]}}
 
 
+TRAIN_SHAPES = ("1.5b_text", "7b_width_text", "7b_width_screenshot", "1.5b_screenshot")   # the run's order
+
+
 def train_shapes(plan: dict) -> list[tuple[str, dict]]:
-  """(name, {model, screenshot}) of each train shape the plan runs (smoke: two of the four)."""
-  shapes = [(f"{m}_{kind}", {"model": m, "screenshot": kind == "screenshot"})
-            for m in ("1.5b", "7b_width") for kind in ("text", "screenshot")]
-  return [(n, s) for n, s in shapes if n in plan.get("shapes", [n])]
+  """(name, {model, screenshot}) of each train shape the plan runs, in its order (smoke: two of the four)."""
+  return [(n, {"model": n.rsplit("_", 1)[0], "screenshot": n.endswith("_screenshot")})
+          for n in plan.get("shapes", TRAIN_SHAPES)]
 
 
 def model_config(spec: dict, recipe: dict, *, layers: int | None = None, dtype: str | None = None,
@@ -458,6 +460,10 @@ def summary_lines(results: dict) -> list[str]:
         label = "MFU" if sub == "shapes" else "decode tok/s"
         line += f"\n    {key:<22}{e.get('status', '?'):<8}" + (
             f"{label} {figure:.3g}" if isinstance(figure, float) else e.get("error", "")[:90])
+        prof = e.get("profile") or {}
+        if prof.get("busy_fraction_of_wall") is not None:
+          line += f"  busy {prof['busy_fraction_of_wall']:.2f} " + json.dumps(
+              {k: round(v, 4) for k, v in prof["category_s"].items()})
     for case, e in (r.get("cases") or {}).items():
       line += f"\n    {case:<22}" + json.dumps(e.get("cudnn_vs_xla", e.get("cudnn")))[:100]
     lines.append(line)
@@ -472,6 +478,9 @@ def main(argv=None) -> dict:
   ap.add_argument("--fail", action="append", default=[], help="make this section raise (tests)")
   ap.add_argument("--repeats", type=int, default=5, help="timed calls per figure (>= 5; the median is reported)")
   ap.add_argument("--warmup", type=int, default=0, help="untimed calls after the first (compiling) one")
+  ap.add_argument("--train-shapes", help=f"comma-separated train shapes, run in this order (of {TRAIN_SHAPES})")
+  ap.add_argument("--no-profile", action="store_true",
+                  help="skip tracing one train step per shape and the largest batch's generate (jax.profiler)")
   ap.add_argument("--budget-s", type=float, default=470.0, help="the whole suite's time (GPU: sections are killed)")
   ap.add_argument("--isolate", choices=("auto", "process", "none"), default="auto",
                   help="a process per section (auto: on an accelerator)")
@@ -490,6 +499,9 @@ def main(argv=None) -> dict:
   unknown = sorted(set(names) - {n for n, _ in SECTIONS})
   if unknown:
     ap.error(f"unknown sections {unknown}")
+  picked = [n.strip() for n in (args.train_shapes or "").split(",") if n.strip()]
+  if set(picked) - set(TRAIN_SHAPES):
+    ap.error(f"unknown train shapes {sorted(set(picked) - set(TRAIN_SHAPES))}; known: {', '.join(TRAIN_SHAPES)}")
   t_start = time.perf_counter()
   backend = detect_backend()
   smoke = args.smoke or backend == "cpu"
@@ -506,7 +518,12 @@ def main(argv=None) -> dict:
                       "budget_s": args.budget_s, "recipe": recipe,
                       "load_average_before": [round(x, 2) for x in os.getloadavg()],
                       "plan": make_plan(smoke, recipe, args.repeats, args.warmup)}}
-  ctx = {"plan": results["meta"]["plan"], "recipe": recipe, "results": results, "smoke": smoke}
+  if picked:
+    results["meta"]["plan"]["train"]["shapes"] = picked
+  workdir = os.path.join("/tmp", f"gpu_suite_{os.getpid()}")
+  os.makedirs(workdir, exist_ok=True)
+  ctx = {"plan": results["meta"]["plan"], "recipe": recipe, "results": results, "smoke": smoke,
+         "profile_dir": None if args.no_profile else os.path.join(workdir, "profiles")}
 
   def save(partial=None, name=None):
     if partial is not None:
@@ -516,8 +533,6 @@ def main(argv=None) -> dict:
   save()
   shares = {n: s for n, s in SECTIONS if n in names}
   scale = args.budget_s / sum(shares.values())
-  workdir = os.path.join("/tmp", f"gpu_suite_{os.getpid()}")
-  os.makedirs(workdir, exist_ok=True)
   for i, name in enumerate(names):
     remaining = args.budget_s - (time.perf_counter() - t_start)
     later = scale * sum(shares[n] for n in names[i + 1:])

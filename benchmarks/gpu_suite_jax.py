@@ -3,11 +3,13 @@ measured HBM bandwidth, cuDNN attention against XLA, the jobs' train step, and g
 from __future__ import annotations
 
 import platform
+import time
 
 import numpy as np
 
 from benchmarks.gpu_suite import (ATTENTION_TOLERANCE, CUDNN_SKIP, Fields, Report, card_bandwidth, decode_figures,
                                   error_text, peak_info, prompt_ids, run_train_shapes, sampler_model_config)
+from benchmarks.profile_trace import profile_call
 from benchmarks.timing import time_calls
 
 
@@ -97,8 +99,9 @@ def run_attention(ctx: dict, report: Report) -> None:
     report.save()
 
 
-def jax_train_step(recipe: dict, repeats: int, warmup: int):
-  """step_fn for run_train_shapes: the jobs' Updater.step on one micro-batch of the RL loss."""
+def jax_train_step(recipe: dict, repeats: int, warmup: int, profile_dir: str | None = None):
+  """step_fn for run_train_shapes: the jobs' Updater.step on one micro-batch of the RL loss (one more step traced
+  into `profile_dir/<layers>x<hidden>_<seq>` when given)."""
   def step_fn(cfg, inputs):
     import jax
     from flax import nnx
@@ -108,7 +111,10 @@ def jax_train_step(recipe: dict, repeats: int, warmup: int):
     from gui_jax.train.rl_common import rl_loss_fn
     from gui_jax.train.state import Updater, init_train_state, make_optimizer, split_model
     rl = Fields(recipe["rl"])
+    t0 = time.perf_counter()
     graphdef, params, rest = split_model(Qwen25VLForConditionalGeneration(cfg, rngs=nnx.Rngs(0)))
+    print(f"[train_jax] {cfg.text.num_hidden_layers}x{cfg.text.hidden_size}: model built in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)   # the log says where a section's time went
     updater = Updater(rl_loss_fn(graphdef, rest, rl), make_optimizer(
         rl.learning_rate, warmup_steps=rl.warmup_steps, weight_decay=rl.weight_decay,
         max_grad_norm=rl.max_grad_norm), compute_dtype=recipe["compute_dtype"])
@@ -124,9 +130,22 @@ def jax_train_step(recipe: dict, repeats: int, warmup: int):
     def step():
       state["s"], state["metrics"] = updater.step(state["s"], [batch])   # returns after its one host sync
     timing = time_calls(step, repeats, warmup=warmup)
-    return timing, {"loss": state["metrics"]["loss"], "batch_shape": list(batch["input_ids"].shape),
-                    "padded_pixel_shape": None if grid is None else list(batch["pixel_values"].shape)}
+    extras = {"loss": state["metrics"]["loss"], "batch_shape": list(batch["input_ids"].shape),
+              "padded_pixel_shape": None if grid is None else list(batch["pixel_values"].shape)}
+    if profile_dir:
+      shot = "text" if grid is None else "screenshot"
+      where = f"{profile_dir}/{cfg.text.num_hidden_layers}x{cfg.text.hidden_size}_{shot}"
+      extras["profile"] = traced(step, where, timing.median_s)
+    return timing, extras
   return step_fn
+
+
+def traced(fn, workdir: str, reference_s: float) -> dict:
+  """profile_call's summary, or its error: a failed trace must not cost the figure it describes."""
+  try:
+    return profile_call(fn, workdir, reference_s)
+  except Exception as e:                                             # noqa: BLE001 (recorded)
+    return {"status": "error", "error": error_text(e)}
 
 
 def run_train_jax(ctx: dict, report: Report) -> None:
@@ -134,8 +153,8 @@ def run_train_jax(ctx: dict, report: Report) -> None:
   jax_platform(report)
   report["recipe"] = ctx["recipe"]["spec"]
   memory = (jax.devices()[0].memory_stats() or {}).get("bytes_limit")
-  run_train_shapes(ctx, report, jax_train_step(ctx["recipe"], ctx["plan"]["repeats"], ctx["plan"]["warmup"]),
-                   memory, reuse_layers={})
+  run_train_shapes(ctx, report, jax_train_step(ctx["recipe"], ctx["plan"]["repeats"], ctx["plan"]["warmup"],
+                                               ctx.get("profile_dir")), memory, reuse_layers={})
 
 
 def run_sampler_jax(ctx: dict, report: Report) -> None:
@@ -165,9 +184,12 @@ def run_sampler_jax(ctx: dict, report: Report) -> None:
         return s.generate(prompts, max_new_tokens=n)                 # host arrays back: synchronised
       prefill = time_calls(lambda: gen(1), plan["repeats"], warmup=plan["warmup"])
       generate = time_calls(lambda: gen(p["new_tokens"]), plan["repeats"], warmup=plan["warmup"])
-      report["batches"][str(b)] = dict(decode_figures(
+      entry = report["batches"][str(b)] = dict(decode_figures(
           cfg, b, p["prompt"], p["new_tokens"], prefill, generate, bandwidth, jnp.dtype(cfg.param_dtype).itemsize,
           jnp.dtype(kv_dtype).itemsize), status="ok")
+      if ctx.get("profile_dir") and b == max(p["batches"]):
+        entry["profile"] = traced(lambda: gen(p["new_tokens"]), f"{ctx['profile_dir']}/sampler_{b}",
+                                  generate.median_s)
     except Exception as e:                                           # noqa: BLE001 (recorded, the rest run)
       report["batches"][str(b)] = {"status": "error", "error": error_text(e)}
     report.save()

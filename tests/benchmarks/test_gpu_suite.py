@@ -62,6 +62,24 @@ def test_every_section_ran_in_smoke_mode(smoke):
     assert list(smoke[name]["batches"]) == [str(b) for b in smoke["meta"]["plan"]["sampler"]["batches"]]
 
 
+def test_one_step_of_each_jax_shape_and_the_largest_batch_are_traced(smoke):
+  largest = str(max(smoke["meta"]["plan"]["sampler"]["batches"]))
+  traced = list(smoke["train_jax"]["shapes"].values()) + [smoke["sampler_jax"]["batches"][largest]]
+  for e in traced:
+    p = e["profile"]
+    assert p["track"].startswith("host") and p["kernels"] >= 1 and p["busy_s"] > 0   # a CPU has no device track
+    assert p["wall_s"] == e.get("timing", e.get("generate", {})).get("median_s", p["wall_s"])
+
+
+def test_train_shapes_run_in_the_order_asked():
+  assert [n for n, _ in suite.train_shapes({})] == list(suite.TRAIN_SHAPES)
+  assert suite.train_shapes({"shapes": ["7b_width_screenshot", "1.5b_text"]}) == [
+      ("7b_width_screenshot", {"model": "7b_width", "screenshot": True}),
+      ("1.5b_text", {"model": "1.5b", "screenshot": False})]
+  with pytest.raises(SystemExit):
+    suite.main(["--train-shapes", "3b_text"])
+
+
 def test_medians_are_the_median_of_at_least_five_recorded_repeats(smoke):
   found = list(_timings(smoke))
   # card 1; attention 2 cases x fwd, fwd_bwd; train 2 shapes x 2 frameworks; sampler 1 batch x 2 calls x 2
