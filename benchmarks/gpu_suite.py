@@ -43,7 +43,11 @@ compilation, reported as first_call_s) and --warmup further untimed ones; the re
   response only) + 12 x layers x hidden x seq x tokens (attention, no causal discount), plus for screenshots
   the vision tower's 6 x matmul params x patches (the merger's on patches / 4) + 12 x hidden x sum over blocks
   of (window or image patches)^2, real patches only (JAX pads them to a bucket: computed, not counted). The
-  batch is placed on the device once (the input transfer is not timed).
+  batch is placed on the device once (the input transfer is not timed). `accumulating`: the same
+  row as plan micro_batches (k) micro-batches of one optimizer update, the recipes' steady state (the optimizer's
+  memory-bound AdamW pass, ~20 % of a one-row 7B-width step, is paid once per k): MFU = k x FLOPs / median / peak.
+  Profiles (jax.profiler, benchmarks/profile_trace.py): one traced step per JAX shape and one traced generate at
+  the largest batch, device kernels summed by name and category (matmul, attention, copy, other).
   Decode: each repeat times generate(max_new_tokens=1) (prefill + first token) and generate(max_new_tokens=T);
   decode time = their difference, over T - 1 tokens. Bytes per decode step = sampler weights (decoder + LM
   head) + the whole static KV cache [layers, 2, batch, prompt + T, kv heads, head dim]; bound step = bytes /
@@ -139,7 +143,7 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
     tiny_vision = {"depth": 2, "fullatt_block_indexes": [1]}
     return {"repeats": repeats, "warmup": warmup, "copy_bytes": 16 << 20,
             "attention": {"batch": 1, "seq": 256, "heads": 4, "kv_heads": 2, "head_dim": 32, "segments": 3},
-            "train": {"rows": 1, "seq": 64, "response": 8, "screen_px": [56, 112],
+            "train": {"rows": 1, "seq": 64, "response": 8, "screen_px": [56, 112], "micro_batches": 2,
                       "shapes": ["1.5b_text", "7b_width_screenshot"], "models": {
                 "1.5b": {"base": "tiny", "text": {"num_hidden_layers": 2}, "vision": tiny_vision},
                 "7b_width": {"base": "tiny", "vision": tiny_vision, "fit_layers": True, "max_layers": 2,
@@ -152,7 +156,8 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
               "num_hidden_layers": 28, "num_attention_heads": q15["heads"], "num_key_value_heads": q15["kv"]}
   return {"repeats": repeats, "warmup": warmup, "copy_bytes": 2 << 30,
           "attention": {"batch": 1, "seq": 8192, "heads": 28, "kv_heads": 4, "head_dim": 128, "segments": 3},
-          "train": {"rows": 1, "seq": 4096, "response": 256, "screen_px": recipe["screen_px"], "models": {
+          "train": {"rows": 1, "seq": 4096, "response": 256, "screen_px": recipe["screen_px"], "micro_batches": 4,
+                    "models": {
               "1.5b": {"base": recipe["preset"], "text": text_15b, "tie": q15["tie"]},
               "7b_width": {"base": recipe["preset"], "fit_layers": True, "max_layers": 28}}},
           "sampler": {"model": {"base": recipe["preset"]}, "prompt": 512, "new_tokens": 32, "batches": [1, 16, 64]}}
@@ -347,13 +352,17 @@ def run_train_shapes(ctx: dict, report: Report, step_fn, memory_bytes: float | N
     for attempt in range(2):
       cfg = model_config(spec, recipe, layers=layers)
       grid = screenshot_grid(*plan["screen_px"], cfg.vision) if shape["screenshot"] else None
-      inputs = token_rows(cfg, rows, seq, response, grid)
+      inputs = dict(token_rows(cfg, rows, seq, response, grid), micro_batches=plan.get("micro_batches", 1))
       flops = step_flops(cfg, rows, seq, rows * response, grid)
       entry.update(layers=cfg.text.num_hidden_layers, hidden=cfg.text.hidden_size, rows=rows, seq=seq,
                    response=response, screenshot_grid=inputs["grid"], params=param_counts(cfg))
       try:
         timing, extras = step_fn(cfg, inputs)
+        k, acc_timing = extras.pop("accumulating", (1, None))
         entry.update(step_figures(flops, timing, peak, rows * seq), **extras, status="ok")
+        if acc_timing is not None:                                   # k micro-batches, one optimizer update
+          entry["accumulating"] = dict(step_figures({"total": k * flops["total"]}, acc_timing, peak,
+                                                    k * rows * seq), micro_batches=k)
         entry.pop("error", None)                                     # an OOM retry's first error: in oom_retry
         break
       except Exception as e:                                         # noqa: BLE001 (recorded, the rest run)
@@ -460,6 +469,9 @@ def summary_lines(results: dict) -> list[str]:
         label = "MFU" if sub == "shapes" else "decode tok/s"
         line += f"\n    {key:<22}{e.get('status', '?'):<8}" + (
             f"{label} {figure:.3g}" if isinstance(figure, float) else e.get("error", "")[:90])
+        acc = e.get("accumulating") or {}
+        if isinstance(acc.get("mfu"), float):
+          line += f" (x{acc['micro_batches']} micro-batches: {acc['mfu']:.3g})"
         prof = e.get("profile") or {}
         if prof.get("busy_fraction_of_wall") is not None:
           line += f"  busy {prof['busy_fraction_of_wall']:.2f} " + json.dumps(

@@ -71,19 +71,23 @@ def torch_train_step(recipe: dict, repeats: int, warmup: int):
             "image_grid_thw": torch.tensor([inputs["grid"]] * len(rows), device=dev)}
     targets = ids[:, -response:].reshape(-1)
 
-    def step():
+    def step(micro_batches=1):
       opt.zero_grad(set_to_none=True)
-      with torch.autocast(dev.type, dtype=torch.bfloat16):
-        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), logits_to_keep=response + 1,
-                       use_cache=False, **kw).logits
-      loss = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), targets)
-      loss.backward()
+      for _ in range(micro_batches):                                 # gradients accumulate, one update
+        with torch.autocast(dev.type, dtype=torch.bfloat16):
+          logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), logits_to_keep=response + 1,
+                         use_cache=False, **kw).logits
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), targets)
+        (loss / micro_batches).backward()
       torch.nn.utils.clip_grad_norm_(model.parameters(), rl["max_grad_norm"])
       opt.step()
       return loss
     losses = []
     timing = time_calls(step, repeats, sync=lambda loss: losses.append(loss.item()), warmup=warmup)
-    return timing, {"loss": losses[-1], "batch_shape": list(ids.shape), "attn_implementation":
+    k = inputs["micro_batches"]
+    accumulating = (k, time_calls(lambda: step(k), repeats, sync=lambda loss: loss.item(), warmup=warmup)) \
+        if k > 1 else (1, None)
+    return timing, {"accumulating": accumulating, "loss": losses[-1], "batch_shape": list(ids.shape), "attn_implementation":
                     getattr(model.config, "_attn_implementation", None), "autocast": "bfloat16",
                     "param_dtype": "float32", "activation_checkpointing": recipe["remat_policy"] != "none"}
   return step_fn

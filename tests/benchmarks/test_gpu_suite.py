@@ -82,8 +82,9 @@ def test_train_shapes_run_in_the_order_asked():
 
 def test_medians_are_the_median_of_at_least_five_recorded_repeats(smoke):
   found = list(_timings(smoke))
-  # card 1; attention 2 cases x fwd, fwd_bwd; train 2 shapes x 2 frameworks; sampler 1 batch x 2 calls x 2
-  assert len(found) == 13, [p for p, _ in found]
+  # card 1; attention 2 cases x fwd, fwd_bwd; train 2 shapes x 2 frameworks x (1 and k micro-batches);
+  # sampler 1 batch x 2 calls x 2
+  assert len(found) == 17, [p for p, _ in found]
   for path, t in found:
     assert len(t["times_s"]) == t["repeats"] >= 5, path
     assert t["median_s"] == statistics.median(t["times_s"]), path
@@ -98,6 +99,10 @@ def test_mfu_is_model_flops_over_median_time_over_peak(smoke):
     for shape, e in smoke[name]["shapes"].items():
       median = statistics.median(e["timing"]["times_s"])
       assert e["mfu"] == pytest.approx(e["flops"]["total"] / median / peak, rel=1e-12), (name, shape)
+      acc, k = e["accumulating"], plan["train"]["micro_batches"]
+      assert acc["micro_batches"] == k == 2 and acc["flops"]["total"] == k * e["flops"]["total"]
+      assert acc["mfu"] == pytest.approx(k * e["flops"]["total"] / statistics.median(acc["timing"]["times_s"])
+                                         / peak, rel=1e-12), (name, shape)
       # the FLOPs themselves, from the recorded shape: decoder + head on the response + attention (+ vision)
       spec = plan["train"]["models"][shape.rsplit("_", 1)[0]]
       cfg = suite.model_config(spec, recipe, layers=e["layers"])
