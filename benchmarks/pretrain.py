@@ -51,6 +51,12 @@ def measured_matmul_flops(n: int = 2048, repeats: int = 5) -> float:
     return 2.0 * n ** 3 / best
 
 
+def _say(text: str) -> None:
+    """A progress line on stderr, flushed: a run cut off by a lease's limit still shows how far it got."""
+    import sys
+    print(f"[benchmarks.pretrain] {text}", file=sys.stderr, flush=True)
+
+
 def _timed(fn) -> float:
     t = time.perf_counter()
     fn()
@@ -112,6 +118,7 @@ def run(args) -> dict:
     batches = [[stream[(first_step + b) * cfg.batch_size + k] for k in range(cfg.batch_size)]
                for b in range(args.steps)]
     data_items_s = args.steps * cfg.batch_size / (time.perf_counter() - t0)
+    _say(f"{args.steps * cfg.batch_size} items generated on one thread ({data_items_s:.0f} items/s)")
     t0 = time.perf_counter()
     micro = [make_micro_batches(b, agent.model_config, pad_id=agent.tokenizer.pad_id,
                                 micro_batch_size=cfg.micro_batch_size, packing=bool(cfg.packing),
@@ -133,6 +140,8 @@ def run(args) -> dict:
         jax.block_until_ready(state.params)
 
     compile_s = _timed(one_pass)            # compiles every shape of these batches
+    _say(f"compile pass {compile_s:.1f} s ({len({m['input_ids'].shape for b in micro for m in b})} shapes); "
+         f"timing {args.repeats} passes of {args.steps} updates")
     times = [_timed(one_pass) for _ in range(args.repeats)]
     step_s = statistics.median(times) / args.steps
     out = {"config": args.config, "stage": args.stage, "lines": [stages[args.stage].difficulty.min_lines,

@@ -92,6 +92,13 @@ class PlainProgress:
     def refresh(self) -> None:
         pass
 
+    def write(self, s: str) -> None:
+        """A message line of its own (tqdm.write's role)."""
+        if not self.disable:
+            stream = self._stream or sys.stderr
+            stream.write(str(s) + "\n")
+            stream.flush()
+
     def close(self) -> None:
         if self._closed:
             return

@@ -28,6 +28,7 @@ from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, TrainSample, make_micro_bat
 from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
 from gui_jax.train.logger import MetricsLogger
 from gui_jax.train.state import TrainState, Updater, init_train_state
+from gui_jax.train.step_timing import StepTiming
 
 
 class StopRequested(RuntimeError):
@@ -87,7 +88,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
         row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
         after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0,
-        end_after_seconds: float = 0.0, checkpoints_kept: int = 3) -> TrainState:
+        end_after_seconds: float = 0.0, checkpoints_kept: int = 3, timing_every: int = 100) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
 
     Checkpoints every `checkpoint_every` steps (the newest `checkpoints_kept` stay on disk; 0 = all) and, with `checkpoint_seconds` > 0, also once that much
@@ -95,7 +96,9 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
     evaluations during training); `on_step(step, metrics)` only the step. `first_step`: the step number a fresh
     run (no checkpoint yet) starts counting from, e.g. when it continues from a weights-only snapshot.
     `end_after_seconds` > 0: this run ends cleanly (checkpoint saved, state returned) once that much wall time
-    has passed, so a short lease still ends with a usable result; running again continues.
+    has passed, so a short lease still ends with a usable result; running again continues. The log says where
+    the time goes (train/step_timing.py): the first batch's wait, each compiling update, and every
+    `timing_every` updates (0: never) the data wait, host batching and update seconds.
 
     On SIGTERM: checkpoint at the step reached, then `Preempted` (exit code 143).
     """
@@ -116,6 +119,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
     buckets = DEFAULT_LENGTH_BUCKETS if length_buckets is None else tuple(length_buckets)
     pbar = progress(total=num_steps, initial=state.step, desc=prefix, leave=False)
     steps_this_run, started = 0, time.time()
+    timing = StepTiming(prefix, updater, pbar.write, every=timing_every)
     while state.step < num_steps:
         if end_after_seconds > 0 and time.time() - started >= end_after_seconds:
             ckpt.save(state, {"data": data_iter.get_state()}, force=True)
@@ -131,10 +135,13 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
             ckpt.close()
             raise StopRequested(f"{prefix}: stopped after {steps_this_run} steps as configured")
         samples = next(data_iter)
+        timing.data_done()
         micro = make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,
                                    micro_batch_size=micro_batch_size, packing=packing, row_length=row_length,
                                    length_buckets=buckets)
+        timing.batching_done(micro)
         state, metrics = updater.step(state, micro)
+        timing.update_done(state.step)
         steps_this_run += 1
         if logger is not None:
             logger.write(state.step, metrics, prefix=prefix)
