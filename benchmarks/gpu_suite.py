@@ -46,7 +46,8 @@ compilation, reported as first_call_s) and --warmup further untimed ones; the re
   batch is placed on the device once (the input transfer is not timed). `accumulating`: the same
   row as plan micro_batches (k) micro-batches of one optimizer update, the recipes' steady state (the optimizer's
   memory-bound AdamW pass, ~20 % of a one-row 7B-width step, is paid once per k): MFU = k x FLOPs / median / peak.
-  Profiles (jax.profiler, benchmarks/profile_trace.py): one traced step per JAX shape and one traced generate at
+  `remat_variants` (JAX, text rows): the one-micro-batch step under other remat policies, what the recipe's full
+  recompute costs where memory allows. Profiles (jax.profiler, benchmarks/profile_trace.py): one traced step per JAX shape and one traced generate at
   the largest batch, device kernels summed by name and category (matmul, attention, copy, other).
   Decode: each repeat times generate(max_new_tokens=1) (prefill + first token) and generate(max_new_tokens=T);
   decode time = their difference, over T - 1 tokens. Bytes per decode step = sampler weights (decoder + LM
@@ -144,6 +145,7 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
     return {"repeats": repeats, "warmup": warmup, "copy_bytes": 16 << 20,
             "attention": {"batch": 1, "seq": 256, "heads": 4, "kv_heads": 2, "head_dim": 32, "segments": 3},
             "train": {"rows": 1, "seq": 64, "response": 8, "screen_px": [56, 112], "micro_batches": 2,
+                      "remat_variants": ["dots_with_no_batch_dims_saveable"],
                       "shapes": ["1.5b_text", "7b_width_screenshot"], "models": {
                 "1.5b": {"base": "tiny", "text": {"num_hidden_layers": 2}, "vision": tiny_vision},
                 "7b_width": {"base": "tiny", "vision": tiny_vision, "fit_layers": True, "max_layers": 2,
@@ -157,6 +159,7 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
   return {"repeats": repeats, "warmup": warmup, "copy_bytes": 2 << 30,
           "attention": {"batch": 1, "seq": 8192, "heads": 28, "kv_heads": 4, "head_dim": 128, "segments": 3},
           "train": {"rows": 1, "seq": 4096, "response": 256, "screen_px": recipe["screen_px"], "micro_batches": 4,
+                    "remat_variants": ["dots_with_no_batch_dims_saveable", "none"],
                     "models": {
               "1.5b": {"base": recipe["preset"], "text": text_15b, "tie": q15["tie"]},
               "7b_width": {"base": recipe["preset"], "fit_layers": True, "max_layers": 28}}},
@@ -359,7 +362,11 @@ def run_train_shapes(ctx: dict, report: Report, step_fn, memory_bytes: float | N
       try:
         timing, extras = step_fn(cfg, inputs)
         k, acc_timing = extras.pop("accumulating", (1, None))
+        variants = {policy: t if isinstance(t, dict) else step_figures(flops, t, peak, rows * seq)
+                    for policy, t in extras.pop("remat_variants", {}).items()}
         entry.update(step_figures(flops, timing, peak, rows * seq), **extras, status="ok")
+        if variants:
+          entry["remat_variants"] = variants
         if acc_timing is not None:                                   # k micro-batches, one optimizer update
           entry["accumulating"] = dict(step_figures({"total": k * flops["total"]}, acc_timing, peak,
                                                     k * rows * seq), micro_batches=k)

@@ -151,7 +151,7 @@ def jax_train_step(recipe: dict, repeats: int, warmup: int, profile_dir: str | N
       def accumulating_step():
         state["s"], state["metrics"] = updater.step(state["s"], [batch] * k)
       extras["accumulating"] = (k, time_calls(accumulating_step, repeats, warmup=warmup))
-    if profile_dir:
+    if profile_dir and inputs.get("profile", True):
       shot = "text" if grid is None else "screenshot"
       where = f"{profile_dir}/{cfg.text.num_hidden_layers}x{cfg.text.hidden_size}_{shot}"
       extras["profile"] = traced(step, where, timing.median_s)
@@ -167,13 +167,30 @@ def traced(fn, workdir: str, reference_s: float) -> dict:
     return {"status": "error", "error": error_text(e)}
 
 
+def with_remat_variants(step_fn, policies):
+  """step_fn that also times each text row's one-micro-batch step under the other remat `policies` (the
+  recipe's choice is a memory trade: what the recompute costs on this card), recorded as extras."""
+  def fn(cfg, inputs):
+    timing, extras = step_fn(cfg, inputs)
+    if inputs["grid"] is None:
+      for policy in (p for p in policies if p != cfg.remat_policy):
+        try:
+          extras.setdefault("remat_variants", {})[policy] = step_fn(
+              cfg.replace(remat_policy=policy), dict(inputs, micro_batches=1, profile=False))[0]
+        except Exception as e:                                       # noqa: BLE001 (recorded, the rest run)
+          extras.setdefault("remat_variants", {})[policy] = {"status": "error", "error": error_text(e)}
+    return timing, extras
+  return fn
+
+
 def run_train_jax(ctx: dict, report: Report) -> None:
   import jax
   jax_platform(report)
   report["recipe"] = ctx["recipe"]["spec"]
   memory = (jax.devices()[0].memory_stats() or {}).get("bytes_limit")
-  run_train_shapes(ctx, report, jax_train_step(ctx["recipe"], ctx["plan"]["repeats"], ctx["plan"]["warmup"],
-                                               ctx.get("profile_dir")), memory, reuse_layers={})
+  step_fn = jax_train_step(ctx["recipe"], ctx["plan"]["repeats"], ctx["plan"]["warmup"], ctx.get("profile_dir"))
+  run_train_shapes(ctx, report, with_remat_variants(step_fn, ctx["plan"]["train"].get("remat_variants", [])),
+                   memory, reuse_layers={})
 
 
 def run_sampler_jax(ctx: dict, report: Report) -> None:

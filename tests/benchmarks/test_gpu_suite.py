@@ -71,6 +71,14 @@ def test_one_step_of_each_jax_shape_and_the_largest_batch_are_traced(smoke):
     assert p["wall_s"] == e.get("timing", e.get("generate", {})).get("median_s", p["wall_s"])
 
 
+def test_text_rows_are_also_timed_under_the_other_remat_policies(smoke):
+  shapes, peak = smoke["train_jax"]["shapes"], smoke["train_jax"]["peak"]["peak_flops"]
+  (policy,) = smoke["meta"]["plan"]["train"]["remat_variants"]
+  v = shapes["1.5b_text"]["remat_variants"][policy]
+  assert v["mfu"] == pytest.approx(shapes["1.5b_text"]["flops"]["total"] / v["timing"]["median_s"] / peak)
+  assert "remat_variants" not in shapes["7b_width_screenshot"]          # screenshot rows: the recipe's only
+
+
 def test_train_shapes_run_in_the_order_asked():
   assert [n for n, _ in suite.train_shapes({})] == list(suite.TRAIN_SHAPES)
   assert suite.train_shapes({"shapes": ["7b_width_screenshot", "1.5b_text"]}) == [
@@ -82,9 +90,9 @@ def test_train_shapes_run_in_the_order_asked():
 
 def test_medians_are_the_median_of_at_least_five_recorded_repeats(smoke):
   found = list(_timings(smoke))
-  # card 1; attention 2 cases x fwd, fwd_bwd; train 2 shapes x 2 frameworks x (1 and k micro-batches);
-  # sampler 1 batch x 2 calls x 2
-  assert len(found) == 17, [p for p, _ in found]
+  # card 1; attention 2 cases x fwd, fwd_bwd; train 2 shapes x 2 frameworks x (1 and k micro-batches) + the
+  # text shape's remat variant in JAX; sampler 1 batch x 2 calls x 2
+  assert len(found) == 18, [p for p, _ in found]
   for path, t in found:
     assert len(t["times_s"]) == t["repeats"] >= 5, path
     assert t["median_s"] == statistics.median(t["times_s"]), path
