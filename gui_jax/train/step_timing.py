@@ -28,6 +28,7 @@ class StepTiming:
         self.updates, self.first_batch_s = 0, None
         self.compiled = compiled_count(updater)
         self.shapes: Optional[list] = None
+        self._compiled_shapes: Optional[list] = None   # the micro-batches of the last update that compiled
 
     def _lap(self, key: str) -> float:
         now = self.clock()
@@ -43,7 +44,15 @@ class StepTiming:
 
     def batching_done(self, micro_batches) -> None:
         self._lap("batching")
-        self.shapes = [tuple(mb["input_ids"].shape) for mb in micro_batches]
+        self.shapes = [{k: tuple(v.shape) for k, v in mb.items() if hasattr(v, "shape")} for mb in micro_batches]
+
+    def _describe(self) -> str:
+        """The micro-batches' input_ids shapes, and the other arrays whose shapes differ from the last compile's."""
+        text = f"micro-batches {[s.get('input_ids') for s in self.shapes]}"
+        seen = {k: v for s in (self._compiled_shapes or []) for k, v in s.items()}
+        changed = sorted({f"{k}={v}" for s in self.shapes for k, v in s.items()
+                          if k != "input_ids" and self._compiled_shapes is not None and seen.get(k) != v})
+        return text + (f" (other shapes new: {', '.join(changed)})" if changed else "")
 
     def update_done(self, step: int) -> None:
         dt = self._lap("update")
@@ -51,8 +60,8 @@ class StepTiming:
         compiled = compiled_count(self.updater)
         if compiled > self.compiled:
             self.write(f"{self.prefix}: update {step} compiled {compiled - self.compiled} new executable(s) for "
-                       f"micro-batches {self.shapes} in {dt:.1f} s")
-            self.compiled = compiled
+                       f"{self._describe()} in {dt:.1f} s")
+            self.compiled, self._compiled_shapes = compiled, self.shapes
         if self.every and self.updates % self.every == 0:
             t = self.totals
             self.write(f"{self.prefix}: updates {step - self.every + 1}-{step}: data wait {t['data']:.1f} s, "

@@ -26,8 +26,8 @@ class _Clock:
         return next(self.ticks)
 
 
-def _mb(length):
-    return {"input_ids": np.zeros((2, length), np.int32)}
+def _mb(length, response=4):
+    return {"input_ids": np.zeros((2, length), np.int32), "targets": np.zeros((2, response), np.int32)}
 
 
 def test_first_batch_compiles_and_periodic_split_are_written():
@@ -39,13 +39,16 @@ def test_first_batch_compiles_and_periodic_split_are_written():
     up.accumulate_jit.n, up.apply_jit.n, up.zeros_jit.n = 2, 1, 1
     timing.update_done(101)
     timing.data_done()
-    timing.batching_done([_mb(8), _mb(16)])
+    timing.batching_done([_mb(8), _mb(16, response=6)])
+    up.accumulate_jit.n = 3
     timing.update_done(102)
     assert lines == [
         "pretrain: first batch after 3.0 s",
         "pretrain: update 101 compiled 4 new executable(s) for micro-batches [(2, 8), (2, 16)] in 7.0 s",
+        "pretrain: update 102 compiled 1 new executable(s) for micro-batches [(2, 8), (2, 16)] (other shapes new: "
+        "targets=(2, 6)) in 0.5 s",
         "pretrain: updates 101-102: data wait 3.5 s, host batching 1.0 s, update 7.5 s"]
-    assert compiled_count(up) == 4 and compiled_count(object()) == 0
+    assert compiled_count(up) == 5 and compiled_count(object()) == 0
 
 
 def test_every_zero_writes_no_periodic_line():
