@@ -47,11 +47,14 @@ class StepTiming:
         self.shapes = [{k: tuple(v.shape) for k, v in mb.items() if hasattr(v, "shape")} for mb in micro_batches]
 
     def _describe(self) -> str:
-        """The micro-batches' input_ids shapes, and the other arrays whose shapes differ from the last compile's."""
+        """The micro-batches' input_ids shapes, and the other arrays whose shapes are new since the last compile
+        for a reason other than the row length (an array whose shape holds its micro-batch's row length follows
+        input_ids)."""
         text = f"micro-batches {[s.get('input_ids') for s in self.shapes]}"
-        seen = {k: v for s in (self._compiled_shapes or []) for k, v in s.items()}
+        seen = {(k, v) for s in (self._compiled_shapes or []) for k, v in s.items()}
         changed = sorted({f"{k}={v}" for s in self.shapes for k, v in s.items()
-                          if k != "input_ids" and self._compiled_shapes is not None and seen.get(k) != v})
+                          if k != "input_ids" and self._compiled_shapes is not None and (k, v) not in seen
+                          and s.get("input_ids", (0, 0))[-1] not in v})
         return text + (f" (other shapes new: {', '.join(changed)})" if changed else "")
 
     def update_done(self, step: int) -> None:

@@ -49,6 +49,13 @@ def test_first_batch_compiles_and_periodic_split_are_written():
         "targets=(2, 6)) in 0.5 s",
         "pretrain: updates 101-102: data wait 3.5 s, host batching 1.0 s, update 7.5 s"]
     assert compiled_count(up) == 5 and compiled_count(object()) == 0
+    # a new row length: arrays shaped by it follow input_ids and are not named
+    timing.every, timing.clock = 0, _Clock([13.0, 13.5, 20.0])
+    timing.data_done()
+    timing.batching_done([{"input_ids": np.zeros((2, 32)), "mask": np.zeros((2, 32)), "targets": np.zeros((2, 4))}])
+    up.accumulate_jit.n = 4
+    timing.update_done(103)
+    assert lines[-1] == "pretrain: update 103 compiled 1 new executable(s) for micro-batches [(2, 32)] in 6.5 s"
 
 
 def test_every_zero_writes_no_periodic_line():
