@@ -145,7 +145,6 @@ def make_plan(smoke: bool, recipe: dict, repeats: int, warmup: int) -> dict:
     return {"repeats": repeats, "warmup": warmup, "copy_bytes": 16 << 20,
             "attention": {"batch": 1, "seq": 256, "heads": 4, "kv_heads": 2, "head_dim": 32, "segments": 3},
             "train": {"rows": 1, "seq": 64, "response": 8, "screen_px": [56, 112], "micro_batches": 2,
-                      "remat_variants": ["dots_with_no_batch_dims_saveable"],
                       "shapes": ["1.5b_text", "7b_width_screenshot"], "models": {
                 "1.5b": {"base": "tiny", "text": {"num_hidden_layers": 2}, "vision": tiny_vision},
                 "7b_width": {"base": "tiny", "vision": tiny_vision, "fit_layers": True, "max_layers": 2,
