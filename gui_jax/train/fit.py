@@ -134,6 +134,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
             ckpt.save(state, {"data": data_iter.get_state()}, force=True)
             ckpt.close()
             raise StopRequested(f"{prefix}: stopped after {steps_this_run} steps as configured")
+        timing.begin()
         samples = next(data_iter)
         timing.data_done()
         micro = make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,

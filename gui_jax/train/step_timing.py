@@ -18,13 +18,14 @@ def compiled_count(updater) -> int:
 
 
 class StepTiming:
-    """Call `data_done()`, `batching_done(micro)`, `update_done(step)` in that order each update."""
+    """Call `begin()`, `data_done()`, `batching_done(micro)`, `update_done(step)` in that order each update; the
+    time between an update's end and the next begin() (logging, evaluations, checkpoints) is counted as other."""
 
     def __init__(self, prefix: str, updater, write: Callable[[str], None], every: int = 100,
                  clock: Callable[[], float] = time.perf_counter):
         self.prefix, self.updater, self.write, self.every, self.clock = prefix, updater, write, int(every), clock
         self.started = self.mark = clock()
-        self.totals = {"data": 0.0, "batching": 0.0, "update": 0.0}
+        self.totals = {"data": 0.0, "batching": 0.0, "update": 0.0, "other": 0.0}
         self.updates, self.first_batch_s = 0, None
         self.compiled = compiled_count(updater)
         self.shapes: Optional[list] = None
@@ -35,6 +36,9 @@ class StepTiming:
         dt, self.mark = now - self.mark, now
         self.totals[key] += dt
         return dt
+
+    def begin(self) -> None:
+        self._lap("other")
 
     def data_done(self) -> None:
         self._lap("data")
@@ -68,5 +72,6 @@ class StepTiming:
         if self.every and self.updates % self.every == 0:
             t = self.totals
             self.write(f"{self.prefix}: updates {step - self.every + 1}-{step}: data wait {t['data']:.1f} s, "
-                       f"host batching {t['batching']:.1f} s, update {t['update']:.1f} s")
+                       f"host batching {t['batching']:.1f} s, update {t['update']:.1f} s, other (logs, evaluations, "
+                       f"checkpoints) {t['other']:.1f} s")
             self.totals = dict.fromkeys(t, 0.0)

@@ -32,12 +32,16 @@ def _mb(length, response=4):
 
 def test_first_batch_compiles_and_periodic_split_are_written():
     up, lines = _Updater(), []
-    # started 0; update 1: data 3, batching 3.5, update 10.5 (compiles); update 2: data 11, batching 11.5, update 12
-    timing = StepTiming("pretrain", up, lines.append, every=2, clock=_Clock([0.0, 3.0, 3.5, 10.5, 11.0, 11.5, 12.0]))
+    # started 0; update 1: begin 0, data 3, batching 3.5, update 10.5 (compiles); update 2: begin 10.75 (an
+    # evaluation: other), data 11, batching 11.5, update 12
+    timing = StepTiming("pretrain", up, lines.append, every=2,
+                        clock=_Clock([0.0, 0.0, 3.0, 3.5, 10.5, 10.7, 11.0, 11.5, 12.0]))
+    timing.begin()
     timing.data_done()
     timing.batching_done([_mb(8), _mb(16)])
     up.accumulate_jit.n, up.apply_jit.n, up.zeros_jit.n = 2, 1, 1
     timing.update_done(101)
+    timing.begin()
     timing.data_done()
     timing.batching_done([_mb(8), _mb(16, response=6)])
     up.accumulate_jit.n = 3
@@ -47,10 +51,12 @@ def test_first_batch_compiles_and_periodic_split_are_written():
         "pretrain: update 101 compiled 4 new executable(s) for micro-batches [(2, 8), (2, 16)] in 7.0 s",
         "pretrain: update 102 compiled 1 new executable(s) for micro-batches [(2, 8), (2, 16)] (other shapes new: "
         "targets=(2, 6)) in 0.5 s",
-        "pretrain: updates 101-102: data wait 3.5 s, host batching 1.0 s, update 7.5 s"]
+        "pretrain: updates 101-102: data wait 3.3 s, host batching 1.0 s, update 7.5 s, other (logs, evaluations, "
+        "checkpoints) 0.2 s"]
     assert compiled_count(up) == 5 and compiled_count(object()) == 0
     # a new row length: arrays shaped by it follow input_ids and are not named
-    timing.every, timing.clock = 0, _Clock([13.0, 13.5, 20.0])
+    timing.every, timing.clock = 0, _Clock([12.5, 13.0, 13.5, 20.0])
+    timing.begin()
     timing.data_done()
     timing.batching_done([{"input_ids": np.zeros((2, 32)), "mask": np.zeros((2, 32)), "targets": np.zeros((2, 4))}])
     up.accumulate_jit.n = 4
@@ -60,7 +66,8 @@ def test_first_batch_compiles_and_periodic_split_are_written():
 
 def test_every_zero_writes_no_periodic_line():
     up, lines = _Updater(), []
-    timing = StepTiming("sft", up, lines.append, every=0, clock=_Clock([0.0, 1.0, 1.0, 2.0]))
+    timing = StepTiming("sft", up, lines.append, every=0, clock=_Clock([0.0, 0.0, 1.0, 1.0, 2.0]))
+    timing.begin()
     timing.data_done()
     timing.batching_done([_mb(4)])
     timing.update_done(1)
