@@ -45,10 +45,11 @@ compilation, reported as first_call_s) and --warmup further untimed ones; the re
   of (window or image patches)^2, real patches only (JAX pads them to a bucket: computed, not counted). The
   batch is placed on the device once (the input transfer is not timed). `accumulating`: the same
   row as plan micro_batches (k) micro-batches of one optimizer update, the recipes' steady state (the optimizer's
-  memory-bound AdamW pass, ~20 % of a one-row 7B-width step, is paid once per k): MFU = k x FLOPs / median / peak.
-  `remat_variants` (JAX, text rows): the one-micro-batch step under other remat policies, what the recipe's full
-  recompute costs where memory allows. Profiles (jax.profiler, benchmarks/profile_trace.py): one traced step per JAX shape and one traced generate at
-  the largest batch, device kernels summed by name and category (matmul, attention, copy, other).
+  memory-bound AdamW pass, by bandwidth an estimated ~20 % of a one-row 7B-width step, is paid once per k):
+  MFU = k x FLOPs / median / peak. `remat_variants` (JAX, text rows): the one-micro-batch step under other remat
+  policies, what the recipe's full recompute costs where memory allows. Profiles (jax.profiler,
+  benchmarks/profile_trace.py): one traced step per JAX shape and one traced generate at the largest batch, device
+  kernels summed by name and category (matmul, attention, copy, other).
   Decode: each repeat times generate(max_new_tokens=1) (prefill + first token) and generate(max_new_tokens=T);
   decode time = their difference, over T - 1 tokens. Bytes per decode step = sampler weights (decoder + LM
   head) + the whole static KV cache [layers, 2, batch, prompt + T, kv heads, head dim]; bound step = bytes /

@@ -119,7 +119,7 @@ def random_model(cfg):
 
 def jax_train_step(recipe: dict, repeats: int, warmup: int, profile_dir: str | None = None):
   """step_fn for run_train_shapes: the jobs' Updater.step on one micro-batch of the RL loss (one more step traced
-  into `profile_dir/<layers>x<hidden>_<seq>` when given)."""
+  into `profile_dir/<layers>x<hidden>_<text|screenshot>` when given)."""
   def step_fn(cfg, inputs):
     import jax
 

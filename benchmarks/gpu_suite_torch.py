@@ -87,8 +87,8 @@ def torch_train_step(recipe: dict, repeats: int, warmup: int):
     k = inputs["micro_batches"]
     accumulating = (k, time_calls(lambda: step(k), repeats, sync=lambda loss: loss.item(), warmup=warmup)) \
         if k > 1 else (1, None)
-    return timing, {"accumulating": accumulating, "loss": losses[-1], "batch_shape": list(ids.shape), "attn_implementation":
-                    getattr(model.config, "_attn_implementation", None), "autocast": "bfloat16",
+    return timing, {"accumulating": accumulating, "loss": losses[-1], "batch_shape": list(ids.shape),
+                    "attn_implementation": getattr(model.config, "_attn_implementation", None), "autocast": "bfloat16",
                     "param_dtype": "float32", "activation_checkpointing": recipe["remat_policy"] != "none"}
   return step_fn
 

@@ -50,7 +50,7 @@ def summarize_trace(events: list[dict], wall_s: float, top: int = 15) -> dict:
   device_pids = {pid for pid, name in process.items() if re.search(r"/device:(GPU|TPU)", name)}
   track = "device" if device_pids else "host XLA ops (no device track)"
   # a device's summary lines (modules, steps) enclose its kernels: only the kernel lines are summed
-  per_thread: dict[str, float] = collections.Counter()
+  per_thread: collections.Counter = collections.Counter()
   by_name: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0])
   for e in events:
     if e.get("ph") != "X" or "dur" not in e:

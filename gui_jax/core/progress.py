@@ -94,10 +94,7 @@ class PlainProgress:
 
     def write(self, s: str) -> None:
         """A message line of its own (tqdm.write's role)."""
-        if not self.disable:
-            stream = self._stream or sys.stderr
-            stream.write(str(s) + "\n")
-            stream.flush()
+        self._emit(str(s))
 
     def close(self) -> None:
         if self._closed:
@@ -119,10 +116,13 @@ class PlainProgress:
 
     def _write(self, now: float) -> None:
         self._last = now
+        self._emit(self.line(now))
+
+    def _emit(self, text: str) -> None:
         if self.disable:
             return
         stream = self._stream or sys.stderr
-        stream.write(self.line(now) + "\n")
+        stream.write(text + "\n")
         stream.flush()
 
 

@@ -28,8 +28,8 @@ class StepTiming:
         self.totals = {"data": 0.0, "batching": 0.0, "update": 0.0, "other": 0.0}
         self.updates, self.first_batch_s = 0, None
         self.compiled = compiled_count(updater)
-        self.shapes: Optional[list] = None
-        self._compiled_shapes: Optional[list] = None   # the micro-batches of the last update that compiled
+        self._micro: list = []                         # this update's micro-batches (read only when it compiled)
+        self._compiled_shapes: Optional[list] = None   # their array shapes at the last update that compiled
 
     def _lap(self, key: str) -> float:
         now = self.clock()
@@ -48,15 +48,15 @@ class StepTiming:
 
     def batching_done(self, micro_batches) -> None:
         self._lap("batching")
-        self.shapes = [{k: tuple(v.shape) for k, v in mb.items() if hasattr(v, "shape")} for mb in micro_batches]
+        self._micro = micro_batches
 
-    def _describe(self) -> str:
+    def _describe(self, shapes: list) -> str:
         """The micro-batches' input_ids shapes, and the other arrays whose shapes are new since the last compile
         for a reason other than the row length (an array whose shape holds its micro-batch's row length follows
         input_ids)."""
-        text = f"micro-batches {[s.get('input_ids') for s in self.shapes]}"
+        text = f"micro-batches {[s.get('input_ids') for s in shapes]}"
         seen = {(k, v) for s in (self._compiled_shapes or []) for k, v in s.items()}
-        changed = sorted({f"{k}={v}" for s in self.shapes for k, v in s.items()
+        changed = sorted({f"{k}={v}" for s in shapes for k, v in s.items()
                           if k != "input_ids" and self._compiled_shapes is not None and (k, v) not in seen
                           and s.get("input_ids", (0, 0))[-1] not in v})
         return text + (f" (other shapes new: {', '.join(changed)})" if changed else "")
@@ -66,9 +66,10 @@ class StepTiming:
         self.updates += 1
         compiled = compiled_count(self.updater)
         if compiled > self.compiled:
+            shapes = [{k: tuple(v.shape) for k, v in mb.items() if hasattr(v, "shape")} for mb in self._micro]
             self.write(f"{self.prefix}: update {step} compiled {compiled - self.compiled} new executable(s) for "
-                       f"{self._describe()} in {dt:.1f} s")
-            self.compiled, self._compiled_shapes = compiled, self.shapes
+                       f"{self._describe(shapes)} in {dt:.1f} s")
+            self.compiled, self._compiled_shapes = compiled, shapes
         if self.every and self.updates % self.every == 0:
             t = self.totals
             self.write(f"{self.prefix}: updates {step - self.every + 1}-{step}: data wait {t['data']:.1f} s, "
