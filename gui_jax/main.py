@@ -256,8 +256,30 @@ def resolve_job(name: str):
     return getattr(module, fn_name)
 
 
+XLA_CACHE_MAX_BYTES = 4 << 30
+
+
+def default_compilation_cache() -> str | None:
+    """Turns on JAX's persistent compilation cache at ~/.cache/gui_jax/xla ($XDG_CACHE_HOME honoured) unless
+    JAX_COMPILATION_CACHE_DIR is already set (an empty value keeps it off). A resumed or repeated run loads its
+    compiled programs instead of compiling them again (a pretraining restart compiles ~15 programs of 6-16 s
+    on 2 CPU cores). Set in the environment, so jobs this one launches share it; returns the directory in use."""
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(base, "gui_jax", "xla")
+        os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(XLA_CACHE_MAX_BYTES))  # LRU beyond it
+    path = os.environ["JAX_COMPILATION_CACHE_DIR"] or None
+    if "jax" in sys.modules:  # imported already (a recipe or a caller did): the variables were read at import
+        import jax
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_compilation_cache_max_size", int(os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE",
+                                                                                -1)))
+    return path
+
+
 def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> None:
-    """Checks the workdir against the config (snapshot; stale outputs), then runs the job."""
+    """Checks the workdir against the config (snapshot; stale outputs), turns on the compilation cache
+    (`default_compilation_cache`), then runs the job."""
     if "job" not in config:
         raise UnknownJobError(f"config has no 'job' field; known jobs: {', '.join(sorted(JOBS))}")
     if config.job not in JOBS:
@@ -265,6 +287,7 @@ def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> N
     workdir = workdir or os.path.join("runs", config.job)
     from gui_jax.jobs.common import open_workdir
     open_workdir(config, workdir, overwrite=overwrite)
+    default_compilation_cache()
     fn = resolve_job(config.job)
     logging.info("running job %s in %s", config.job, workdir)
     if "mesh" in config:  # multi-host: join the cluster before any JAX use (no-op for one process)

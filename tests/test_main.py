@@ -1,4 +1,5 @@
 """The CLI dispatches on config.job and explains unknown or unbuilt jobs."""
+import os
 import subprocess
 import sys
 
@@ -26,6 +27,33 @@ def test_run_job_dispatches(tmp_path, monkeypatch):
     gmain.run_job(cfg, str(tmp_path / "w"))
     assert calls == [(3, str(tmp_path / "w"))]
     assert (tmp_path / "w").is_dir()
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "xdg/gui_jax/xla"), ("", None), ("mine", "mine")])
+def test_run_job_turns_on_the_compilation_cache_where_none_is_set(tmp_path, monkeypatch, preset, expected):
+    import jax
+    seen = []
+    mod = type(sys)("fake_job_module")
+    mod.run = lambda config, workdir: seen.append((os.environ.get("JAX_COMPILATION_CACHE_DIR"),
+                                                   jax.config.jax_compilation_cache_dir,
+                                                   jax.config.jax_compilation_cache_max_size))
+    monkeypatch.setitem(sys.modules, "fake_job_module", mod)
+    monkeypatch.setitem(gmain.JOBS, "fake", "fake_job_module:run")
+    monkeypatch.setenv("XDG_CACHE_HOME", "xdg")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_MAX_SIZE", raising=False)
+    if preset is None:
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    else:
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", preset)
+    before = jax.config.jax_compilation_cache_dir, jax.config.jax_compilation_cache_max_size
+    try:
+        gmain.run_job(ml_collections.ConfigDict({"job": "fake"}), str(tmp_path / "w"))
+    finally:  # this process's own cache setting (tests/conftest.py) comes back
+        jax.config.update("jax_compilation_cache_dir", before[0])
+        jax.config.update("jax_compilation_cache_max_size", before[1])
+    env_dir = os.path.join("xdg", "gui_jax", "xla") if preset is None else preset
+    limit = gmain.XLA_CACHE_MAX_BYTES if preset is None else -1
+    assert seen == [(env_dir, expected and os.path.normpath(expected), limit)]
 
 
 def test_cli_unknown_job_exit_code(tmp_path):
