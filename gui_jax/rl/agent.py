@@ -121,6 +121,7 @@ class Agent:
                                 max_new_tokens=mcfg.get("max_new_tokens", 48),
                                 max_prompt_tokens=mcfg.get("max_prompt_tokens", 8192),
                                 batch_size=mcfg.get("sample_batch_size", 32),
+                                batch_bucketing=mcfg.get("sample_batch_buckets", "powers_of_4"),
                                 prefill_chunk=mcfg.get("prefill_chunk") or None,
                                 cache_dtype=mcfg.get("kv_cache_dtype") or None)
         if self.mesh is not None:

@@ -13,6 +13,7 @@ import numpy as np
 from gui_jax.models.chat import build_inputs
 from gui_jax.models.processor import ImageProcessor
 from gui_jax.models.sampler import Sampler
+from gui_jax.rl.names import BATCH_BUCKETINGS
 from gui_jax.rl.policy import Generation, Prompt
 
 
@@ -52,12 +53,18 @@ class ChatEncoder:
                           image_grid_thw=inputs["image_grid_thw"] if len(prompt[1]) else None)
 
 
-def policy_batch_buckets(batch_size: int) -> tuple[int, ...]:
-    """Sampler batch buckets for calls of at most `batch_size` prompts: powers of 4 below it, then batch_size.
-    Each (batch, prompt length) pair compiles a prefill and a decode program (~5-10 s each on 2 CPU cores); a
-    rollout's batch shrinks as episodes end, so powers of 2 compiled twice as many for at most 2x less padding."""
+def policy_batch_buckets(batch_size: int, bucketing: str = "powers_of_4") -> tuple[int, ...]:
+    """Sampler batch buckets for calls of at most `batch_size` prompts. powers_of_4: powers of 4 below it, then
+    batch_size; full: batch_size alone. Each (batch, prompt length) pair compiles a prefill and a decode program
+    (~1.5-2 s each for the tiny model on one CPU core); a rollout's or an evaluation's batch shrinks as episodes
+    end, so powers of 2 compiled twice as many for at most 2x less padding, and `full` compiles one batch size
+    for padding every call up to it."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if bucketing not in BATCH_BUCKETINGS:
+        raise ValueError(f"batch bucketing {bucketing!r}: expected one of {', '.join(BATCH_BUCKETINGS)}")
+    if bucketing == "full":
+        return (batch_size,)
     return tuple(4 ** k for k in range(16) if 4 ** k < batch_size) + (batch_size,)
 
 
@@ -67,7 +74,8 @@ class JaxPolicy:
     def __init__(self, model, tokenizer, image_processor: ImageProcessor, *, max_new_tokens: int = 48,
                  batch_size: int = 32, top_p: float = 1.0, top_k: int = 0,
                  default_system: Optional[str] = None, max_prompt_tokens: int = 8192,
-                 prefill_chunk: Optional[int] = None, cache_dtype: Optional[str] = None):
+                 prefill_chunk: Optional[int] = None, cache_dtype: Optional[str] = None,
+                 batch_bucketing: str = "powers_of_4"):
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.max_new_tokens = max_new_tokens
@@ -76,7 +84,7 @@ class JaxPolicy:
         self.sampler = Sampler(model, eos_ids=[tokenizer.im_end_id, tokenizer.eos_id],
                                pad_id=tokenizer.pad_id, detokenize=tokenizer.decode,
                                prefill_chunk=prefill_chunk or None, cache_dtype=cache_dtype or None,
-                               batch_buckets=policy_batch_buckets(batch_size))
+                               batch_buckets=policy_batch_buckets(batch_size, batch_bucketing))
         self.model_cfg = model.cfg
         self.encoder = ChatEncoder(tokenizer, image_processor, default_system=default_system,
                                    max_prompt_tokens=max_prompt_tokens)

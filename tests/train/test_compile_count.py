@@ -122,5 +122,8 @@ def test_policy_batch_buckets_are_powers_of_four_then_the_chunk_size():
     assert policy_batch_buckets(64) == (1, 4, 16, 64)
     assert policy_batch_buckets(32) == (1, 4, 16, 32)
     assert policy_batch_buckets(1) == (1,)
+    assert policy_batch_buckets(32, "full") == (32,)
+    with pytest.raises(ValueError, match="batch bucketing 'half'"):
+        policy_batch_buckets(32, "half")
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         policy_batch_buckets(0)
