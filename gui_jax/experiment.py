@@ -32,7 +32,9 @@ A spec file defines `get_spec()` returning a dict:
 Every key, arm reference and flag is checked against the recipes before anything runs
 (gui_jax/experiment_spec.py, with the sweep's flag check). A point (arm, seed) runs `python -m gui_jax.main`
 in <workdir>/<arm>/seed=<s> through gui_jax/sweep.py's engine and is finished when its sweep_point.json
-says "done": re-running the command runs only the missing points; a finished point whose settings differ
+says "done": re-running the command runs only the missing points. A point's settings are its recipe, overrides,
+init_from, seed fields, seed and the shipped base weights it starts from (`builtin:<name>@<sha>`), so shipping a
+new base makes every result from the old one stale rather than pooled with new ones; a finished point whose settings differ
 from the spec's stops the run (one workdir, one experiment). A point not started here whose settings equal a
 finished point's in another experiment's workdir beside it (runs/experiments/*) is copied in instead of run
 (`--no_reuse` runs it), so specs sharing an arm (an SFT start, a baseline) run it once. `--commands_only` writes
@@ -86,8 +88,9 @@ def settings(exp: Experiment, p: Point) -> dict:
     if init is not None:
         strip = lambda e: {k: v for k, v in e.items() if k != "ready"}
         init = [strip(e) for e in init] if isinstance(init, (list, tuple)) else strip(init)
+    base = {"base": a.base} if a.base else {}  # absent for a job from random weights: its old points still match
     return json.loads(json.dumps({"recipe": a.recipe, "overrides": a.overrides, "init_from": init,
-                                  "seed_fields": a.seed_fields, "seed": p.seed}))
+                                  "seed_fields": a.seed_fields, "seed": p.seed, **base}))
 
 
 def source_ready(exp: Experiment, workdir: str, p: Point, init: dict) -> bool:
@@ -339,6 +342,7 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
         pooled[arm.name] = {(s, t): v for s, (_, o, _) in per.items() for t, v in o.items()}
         arms[arm.name] = {"recipe": arm.recipe, "overrides": arm.overrides, "init_from": arm.init_from,
                           "results_of": arm.results_of, "report": arm.report,
+                          "base": exp.arms[arm.runs].base,
                           "stages": sorted({st for st, _, _ in per.values()}),
                           "seeds_done": sorted(per), "seeds_from_record": sorted(s for s, v in per.items() if v[2]),
                           "pooled": _rate(list(pooled[arm.name].values())),
@@ -377,7 +381,9 @@ def markdown(report: dict) -> str:
     lines = [f"# Experiment `{report['name']}`", ""]
     if report["description"]:
         lines += [report["description"], ""]
+    bases = sorted({a.get("base") or "none (random weights or a folder)" for a in report["arms"].values()})
     lines += [f"Command: `{report['command']}`", "",
+              f"Base weights (`builtin:<name>@<sha256 of the weights>`): {'; '.join(bases)}.", "",
               f"Workdir `{report['workdir']}`, seeds {report['seeds']}; per-task successes `{report['metric']}` "
               f"on the held-out tasks, pooled over seeds; [lo, hi] = Wilson 95 % interval. Every point's per-task "
               f"outcomes are kept in `{os.path.basename(report.get('outcome_record', ''))}`, so the report can be "
@@ -467,7 +473,7 @@ def fewer_points_than_committed(report: dict, results_dir: str) -> str | None:
         return None
     def same_arm(a: dict, b: dict) -> bool:  # a redefined arm is another experiment: its old points are not lost
         as_json = lambda x: json.loads(json.dumps(x))  # noqa: E731  (tuples in the spec, lists in the file)
-        return all(as_json(a.get(k)) == as_json(b.get(k)) for k in ("recipe", "overrides", "results_of"))
+        return all(as_json(a.get(k)) == as_json(b.get(k)) for k in ("recipe", "overrides", "results_of", "base"))
     lost = [f"{arm}: seeds {sorted(set(a.get('seeds_done', [])) - set(report['arms'][arm]['seeds_done']))}"
             for arm, a in old.get("arms", {}).items()
             if arm in report["arms"] and same_arm(a, report["arms"][arm])

@@ -49,6 +49,7 @@ class Arm:
     seed_fields: list = field(default_factory=list)
     results_of: str | None = None
     report: bool = True               # False: the job makes an input of other arms (an export, a reward model)
+    base: str | None = None           # the shipped weights its job starts from, itself or through its sources
 
     @property
     def inits(self) -> list:
@@ -120,6 +121,23 @@ def _check_flags(config, flags, where: str) -> None:
             gs._check_flag(config, flag, where)  # the sweep's check: names the field and suggests close ones
         except SweepError as e:
             raise ExperimentError(str(e)) from None
+
+
+def _base(config, overrides: dict, init, arms: dict, where: str) -> str | None:
+    """The shipped base weights an arm's job starts from ('builtin:<name>@<sha>', gui_jax.models.builtin): its own
+    model.checkpoint when that is a built-in, and its sources' bases; None when neither (from random weights, a
+    folder). Part of a point's settings, so results measured from another base are not pooled with new ones."""
+    from gui_jax.models.builtin import weights_id
+    bases = [arms[e["arm"]].base for e in init_entries(init)]
+    if "model.checkpoint" not in [e["flag"] for e in init_entries(init)]:
+        model = getattr(config, "model", None)
+        own = overrides.get("model.checkpoint", getattr(model, "checkpoint", "") if model is not None else "")
+        try:
+            bases.append(weights_id(own))
+        except ValueError as e:
+            raise ExperimentError(f"{where}: {e}") from None
+    found = sorted({b for b in bases if b})
+    return "; ".join(found) or None
 
 
 def _dependency_order(arms: dict) -> list:
@@ -232,7 +250,8 @@ def parse_spec(spec) -> Experiment:
         if not isinstance(body.get("report", True), bool):
             raise ExperimentError(f"{where}.report: must be True or False, got {body['report']!r}")
         arms[arm] = Arm(arm, recipe=body["recipe"], overrides=dict(overrides), init_from=_copy_init(init),
-                        stage=body.get("stage"), seed_fields=fields, report=body.get("report", True))
+                        stage=body.get("stage"), seed_fields=fields, report=body.get("report", True),
+                        base=_base(config, overrides, init, arms, f"{where}.overrides"))
     comparisons = spec.get("comparisons", [])
     if not isinstance(comparisons, (list, tuple)):
         raise ExperimentError("spec.comparisons: must be a list of [arm_a, arm_b] pairs")

@@ -478,3 +478,40 @@ def test_a_finished_point_whose_run_started_elsewhere_than_its_settings_say_is_n
     assert calls == ["b/seed=0"]
     assert "reused_from" not in ge.gs.point_status(str(exps / "ac" / "b" / "seed=0"))
     assert ge.gs.point_status(str(exps / "ac" / "b" / "seed=1"))["reused_from"] == str(exps / "ab" / "b" / "seed=1")
+
+
+def test_a_new_shipped_base_makes_results_from_the_old_one_stale_not_pooled(tmp_path, monkeypatch):
+    """A point's settings name the shipped weights it starts from (sha256 in the built-in's checksums.json), also
+    through init_from; after a new base ships, the stored points no longer count and the report is not refused."""
+    from gui_jax.models import builtin
+    sums = json.loads((ROOT / "gui_jax/models/assets/builtin/tiny_base/checksums.json").read_text())
+    shipped = "builtin:tiny-base@" + sums["model.safetensors"][:12]
+    spec_dict = _two_arms()
+    spec_dict["arms"]["scratch"] = {"recipe": QUICKSTART, "overrides": {"rl.gamma": 0.0, "model.checkpoint": ""}}
+    spec_dict["arms"]["rm"] = {"recipe": str(ROOT / "configs" / "reward_model.py"), "report": False,
+                               "init_from": {"arm": "scratch", "path": "hf", "flag": "model.checkpoint"}}
+    exp = ge.parse_spec(spec_dict)
+    assert ge.settings(exp, ge.Point("a", 0))["base"] == shipped and exp.arms["a_sft"].base is None
+    assert "base" not in ge.settings(exp, ge.Point("scratch", 0))  # random weights: no base
+    assert exp.arms["rm"].base is None  # its weights come from `scratch`, which has none
+    spec_dict["arms"]["rm"]["init_from"]["arm"] = "a"
+    assert ge.parse_spec(spec_dict).arms["rm"].base == shipped  # through its source
+
+    spec = _spec(tmp_path, _two_arms())
+    w, r = tmp_path / "w", tmp_path / "r"
+    monkeypatch.setattr(gs, "_call", fake_job([]))
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}"]) == 0
+    assert f"Base weights (`builtin:<name>@<sha256 of the weights>`): {shipped}." in (r / "ab.md").read_text()
+    assert ge.load_record(str(r / "ab.outcomes.json"))["a/seed=0"]["settings"]["base"] == shipped
+
+    import shutil
+    shutil.rmtree(w)
+    monkeypatch.setattr(builtin, "weights_id", lambda spec: spec + "@0123456789ab" if builtin.is_builtin(spec) else None)
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0  # nothing from this base yet
+    assert json.loads((r / "ab.json").read_text())["arms"]["b"]["seeds_done"] == [0, 1]  # the old report stays
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--point=a/seed=0"]) == 0
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0  # fewer points: not refused
+    report = json.loads((r / "ab.json").read_text())
+    assert [report["arms"][a]["seeds_done"] for a in ("a", "b", "a_sft")] == [[0], [], [0]]
+    assert report["arms"]["a_sft"]["base"] == "builtin:tiny-base@0123456789ab"
+    assert sorted(ge.load_record(str(r / "ab.outcomes.json"))) == ["a/seed=0"]  # the old base's left (git keeps them)

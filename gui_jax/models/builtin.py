@@ -80,3 +80,16 @@ def resolve_checkpoint(spec: str, root: str = BUILTIN_ROOT) -> str:
         raise ValueError(f"model.checkpoint {spec!r}: {problem}; reinstall gui_jax, or rebuild it with `{command}` "
                          f"and point model.checkpoint at <workdir>/base")
     return directory
+
+
+def weights_id(spec: str, root: str = BUILTIN_ROOT) -> Optional[str]:
+    """`builtin:<name>` -> 'builtin:<name>@<first 12 hex of its weights' sha256>' (from checksums.json, so a
+    changed base changes the id); None for any other value. Experiments key their stored results on it."""
+    if not is_builtin(spec):
+        return None
+    directory = resolve_checkpoint(spec, root)
+    with open(os.path.join(directory, CHECKSUMS)) as f:
+        sums = json.load(f)
+    weights = sorted(v for n, v in sums.items() if n.endswith(".safetensors"))
+    digest = hashlib.sha256("".join(weights).encode()).hexdigest() if len(weights) > 1 else weights[0]
+    return f"{spec}@{digest[:12]}"
