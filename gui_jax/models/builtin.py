@@ -7,6 +7,7 @@ fails with one line that says which file, before any model is built.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -82,6 +83,7 @@ def resolve_checkpoint(spec: str, root: str = BUILTIN_ROOT) -> str:
     return directory
 
 
+@functools.lru_cache(maxsize=None)  # a spec asks once per arm; checking the directory hashes every file
 def weights_id(spec: str, root: str = BUILTIN_ROOT) -> Optional[str]:
     """`builtin:<name>` -> 'builtin:<name>@<first 12 hex of its weights' sha256>' (from checksums.json, so a
     changed base changes the id); None for any other value. Experiments key their stored results on it."""
