@@ -26,9 +26,9 @@ QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_step
 
 
 # 48 tasks a round added ~90 successes to 500 expert episodes and the control's extra SFT steps gained as much
-# (-0.009, p 0.45); the RM fine-tuned at the recipe's 5e-4 lost F1 every round (step 0.825 -> 0.812 -> 0.776), as
-# the policy did before its rounds moved to 1e-4: a trained RM re-warmed to a higher rate than it was trained at
-# (3e-4) drifts. Both from the current base, seed 0 (self_improvement.md).
+# (-0.009, p 0.45); the RM fine-tuned at the recipe's 5e-4 (above its own 3e-4) lost F1 every round (step 0.825 ->
+# 0.776). With 144 tasks and the RM at 1e-4 its F1 holds (0.825 -> 0.810) and the agent ends below the control
+# (-0.030, p 0.041). Both from the current base, seed 0 (self_improvement.md; experiments/README.md note 6).
 SEARCH = {"self_improve.tasks_per_round": 144, "self_improve.rm_train.learning_rate": 1e-4}
 
 
