@@ -15,5 +15,8 @@ from gui_jax.train.config_blocks import sibling_recipe
 def get_config():
     c = sibling_recipe(__file__, "reward_model").get_config()
     c.job = "reward_eval"
-    c.rm_eval = ml_collections.ConfigDict({"checkpoint_dir": ""})
+    c.rm_eval = ml_collections.ConfigDict({
+        "checkpoint_dir": "",
+        "history_gates": (),   # with rm.model.history_min: the metrics at each of these gates too (one scoring pass)
+    })
     return c

@@ -41,6 +41,8 @@ def get_config():
             # policy_likelihood: the lowest of the record's score and each earlier step's (a wrong step marks
             # every later one and its trajectory)
             "history_min": False,
+            # history_min: only earlier steps with P < history_gate count (1.0 = all of them)
+            "history_gate": 1.0,
         },
         # expert / rule / sibling / truncation / substitution / continuation records; off by default: hard
         # negatives mined with an earlier RM (hard_negative_checkpoint) and potential labels of failed

@@ -193,9 +193,18 @@ EXPORT = {
     "dtype": choice("storage dtype ('' = the params' own)", ("",) + DTYPES),
     "overwrite": boolean("replace an existing output folder"),
 }
+def _gates(v):
+    if isinstance(v, (tuple, list)) and all(not schema.number(0.0, 1.0, lo_open=True)(x) for x in v) \
+            and len(set(v)) == len(v):
+        return None
+    return "expected a tuple of distinct numbers in (0, 1], e.g. (1.0, 0.1, 0.01), or ()"
+
+
 RM_EVAL = {
     "checkpoint_dir": checkpoint_rule("the reward model's checkpoints folder, e.g. runs/reward_model/rm/checkpoints "
                                       "('' = model.checkpoint as is)"),
+    "history_gates": Rule(_gates, "with rm.model.history_min: the metrics at each of these history gates too, from "
+                                  "one scoring pass (history_gates.md); () = none"),
 }
 RM_MODEL = {
     "scorer": choice("verdict: P(yes) of one label token after a judge prompt; policy_likelihood: the model as a "
@@ -204,6 +213,9 @@ RM_MODEL = {
     "history_min": boolean("policy_likelihood: a record scores the lowest of its own P(candidate) and every earlier "
                            "step's P(step | its history): a step after a wrong one scores as low as that step (scoring only; the "
                            "training loss stays per record)"),
+    "history_gate": number("history_min: an earlier step lowers a record's score only when its P(step | history) is "
+                           "below this (1.0 = every earlier step; e.g. 0.01 = only confidently wrong steps)", 0.0, 1.0,
+                           lo_open=True),
 }
 # The declared blocks by config path: field order, defaults, checks and docs from one declaration each.
 DECLARED: dict[str, Block] = {**DEFAULT_BLOCKS, "reasoning.sft": DEFAULT_BLOCKS["sft"], "online": ONLINE, "env": ENV}
@@ -281,6 +293,17 @@ def _cross_checks(config) -> None:
             and not p.get("set_of_mark", False)):
         _fail("prompt.target", p.target, "'element' needs the UI tree in the prompt: set prompt.observation "
               "to ui_text, xml or both, prompt.set_of_mark=True, or prompt.target to coordinate")
+    rm = config.get("rm")
+    rmm = rm.get("model") if rm is not None else None
+    if rmm is not None and rmm.get("history_min", False) and rmm.get("scorer") != "policy_likelihood":
+        _fail("rm.model.history_min", True, "scores earlier steps by the policy's likelihood: it needs "
+              "rm.model.scorer=policy_likelihood")
+    if rmm is not None and rmm.get("history_gate", 1.0) < 1.0 and not rmm.get("history_min", False):
+        _fail("rm.model.history_gate", rmm.history_gate, "gates the prefix minimum: it needs rm.model.history_min=True")
+    rme = config.get("rm_eval")
+    if rme is not None and rme.get("history_gates") and not (rmm is not None and rmm.get("history_min", False)):
+        _fail("rm_eval.history_gates", tuple(rme.history_gates), "sweeps the gate of the prefix minimum: it needs "
+              "rm.model.scorer=policy_likelihood and rm.model.history_min=True")
     e = config.get("eval")
     if config.get("job") == "evaluate" and e is not None:
         has_ckpt = bool(e.get("checkpoint_dir")) or bool(m is not None and m.get("checkpoint"))

@@ -212,13 +212,16 @@ def rm_configs(config) -> tuple[PromptConfig, RewardModelConfig]:
     return PromptConfig(**config.prompt.to_dict()), RewardModelConfig(**config.rm.model.to_dict())
 
 
-def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None) -> dict:
+def evaluate_rm(agent, records, episodes, pcfg, rcfg, workdir: str, extra: dict | None = None,
+                scores: np.ndarray | None = None) -> dict:
     """Scores held-out records with `rcfg.scorer` (verdict: the RM's P(yes); policy_likelihood: P(candidate | the
-    agent's prompt)), writes results.json / results.md / test_scores.npy; returns the metrics."""
+    agent's prompt)) unless `scores` [N] are given, writes results.json / results.md / test_scores.npy; returns
+    the metrics."""
     lookup = {str(e.episode_id): e for e in episodes}
     t0 = time.time()
     scorer = rcfg.scorer
-    scores = make_scorer(agent, lookup, pcfg, rcfg).score(records)
+    if scores is None:
+        scores = make_scorer(agent, lookup, pcfg, rcfg).score(records)
     metrics = evaluate_records(scores, records, lookup)
     np.save(os.path.join(workdir, "test_scores.npy"), scores)
     out = {"metrics": metrics, "balance": de.label_balance(records), "num_records": len(records),

@@ -98,29 +98,45 @@ def history_prefixes(record: RewardRecord, episodes: Mapping[str, Episode]) -> l
     return [RewardRecord("step", record.goal, tuple(history[:j + 1]), True, "expert") for j in range(len(history))]
 
 
+def gated_history_min(own: np.ndarray, history: Sequence[np.ndarray], gate: float = 1.0) -> np.ndarray:
+    """log-scores [N]: each record's own log P [N] lowered to the least of its earlier steps' log P (history[i],
+    one per earlier step) that fall below log(gate); gate 1.0 = the plain minimum over every earlier step, a lower
+    gate lets only the steps the policy holds confidently wrong (P < gate) mark the record."""
+    cut = np.log(gate)
+    return np.array([min([s] + [h for h in hs if h < cut]) for s, hs in zip(own, history)], np.float64)
+
+
 class LikelihoodScorer:
     """P(candidate | the agent's prompt) per record under `agent`'s params; `score(records)` -> float64 [N].
-    history_min: a record's score is the lowest of that and P(step | its history) of each earlier step."""
+    history_min: a record's score is the lowest of that and P(step | its history) of each earlier step below
+    history_gate (1.0: every earlier step)."""
 
     def __init__(self, agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, *, batch_size: int = 16,
-                 history_min: bool = False):
+                 history_min: bool = False, history_gate: float = 1.0):
         self.agent, self.episodes, self.pcfg, self.batch_size = agent, episodes, pcfg, int(batch_size)
-        self.history_min = bool(history_min)
+        self.history_min, self.history_gate = bool(history_min), float(history_gate)
 
     def samples(self, records: Sequence[RewardRecord]) -> list[TrainSample]:
         return [likelihood_sample(self.agent, r, self.episodes, self.pcfg) for r in records]
 
-    def log_scores(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
-        """log P(candidate | prompt) per record, float64 [N]; with history_min the minimum over the record and its
-        history_prefixes (each distinct prefix scored once)."""
+    def log_components(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None
+                       ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(log P(candidate | prompt) per record [N], per record the log P of each earlier step given its own
+        history [len(history)]); each distinct prefix scored once."""
         records = list(records)
-        if not self.history_min:
-            return self.log_scores_of_samples(self.samples(records), batch_size)
         prefixes = [history_prefixes(r, self.episodes) for r in records]
         unique = list(dict.fromkeys(q for qs in prefixes for q in qs))    # records hash by (goal, steps, ...)
         own = self.log_scores_of_samples(self.samples(records), batch_size)
         prefix = dict(zip(unique, self.log_scores_of_samples(self.samples(unique), batch_size)))
-        return np.array([min([s] + [prefix[q] for q in qs]) for qs, s in zip(prefixes, own)], np.float64)
+        return own, [np.array([prefix[q] for q in qs], np.float64) for qs in prefixes]
+
+    def log_scores(self, records: Sequence[RewardRecord], batch_size: Optional[int] = None) -> np.ndarray:
+        """log P(candidate | prompt) per record, float64 [N]; with history_min, gated_history_min of
+        log_components."""
+        records = list(records)
+        if not self.history_min:
+            return self.log_scores_of_samples(self.samples(records), batch_size)
+        return gated_history_min(*self.log_components(records, batch_size), self.history_gate)
 
     def log_scores_of_samples(self, samples: Sequence[TrainSample], batch_size: Optional[int] = None) -> np.ndarray:
         """log P(response | prompt) per encoded sample, float64 [N] (batches sorted by prompt length)."""
@@ -149,5 +165,6 @@ class LikelihoodScorer:
 def make_scorer(agent, episodes: Mapping[str, Episode], pcfg: PromptConfig, rcfg: RewardModelConfig):
     """The record scorer `rcfg.scorer` names: RewardScorer (verdict) or LikelihoodScorer; both `.score(records)`."""
     if rcfg.scorer == "policy_likelihood":
-        return LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size, history_min=rcfg.history_min)
+        return LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size, history_min=rcfg.history_min,
+                                history_gate=rcfg.history_gate)
     return RewardScorer(agent, episodes, pcfg, rcfg)

@@ -68,6 +68,10 @@ class RewardModelConfig:
     # every earlier step, so a step after a wrong one (or a trajectory holding one) scores as low as that step;
     # scoring only (evaluation, hard-negative mining): the training loss stays per record
     history_min: bool = False
+    # history_min only: an earlier step lowers the score only when its P(step | history) < history_gate (1.0:
+    # every earlier step; lower: only steps the policy holds confidently wrong, so a right but unlikely step
+    # of a positive trajectory does not sink it)
+    history_gate: float = 1.0
 
     def __post_init__(self):
         if self.scorer not in SCORERS:
@@ -75,6 +79,10 @@ class RewardModelConfig:
         if self.history_min and self.scorer != "policy_likelihood":
             raise ValueError("history_min scores earlier steps by the policy's likelihood: it needs "
                              "scorer='policy_likelihood'")
+        if not 0.0 < self.history_gate <= 1.0:
+            raise ValueError(f"history_gate must be in (0, 1], got {self.history_gate}")
+        if self.history_gate < 1.0 and not self.history_min:
+            raise ValueError(f"history_gate={self.history_gate} gates the prefix minimum: it needs history_min=True")
         if self.history_images < 0:
             raise ValueError(f"history_images must be >= 0, got {self.history_images}")
         if self.label_pos == self.label_neg:

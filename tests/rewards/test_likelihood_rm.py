@@ -10,8 +10,8 @@ import pytest
 from gui_jax import config_check
 from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
-from gui_jax.rewards.likelihood import (LikelihoodScorer, history_prefixes, likelihood_bce, log1mexp,
-                                       record_prompt_response)
+from gui_jax.rewards.likelihood import (LikelihoodScorer, gated_history_min, history_prefixes, likelihood_bce,
+                                       log1mexp, record_prompt_response)
 from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.batch import TrainSample, build_batch
 from gui_jax.rl.prompting import build_messages, expert_response
@@ -226,6 +226,45 @@ def test_history_min_takes_the_lowest_step_score_and_scores_each_prefix_once(dat
     # own scores in one pass, then the 5 distinct earlier steps (r0; r0 r1; r0 wrong; r0 wrong r2; r0 wrong r2 r3)
     assert calls == [4, 5]
     assert [len(p.steps) for p in history_prefixes(outcome_wrong, lookup)] == [1, 2, 3, 4]
+
+
+def test_gated_history_min_counts_only_earlier_steps_below_the_gate():
+    own = np.log([0.9, 0.8, 0.6, 0.7])
+    history = [np.zeros(0), np.log([0.3]), np.log([0.005, 0.2]), np.log([0.95, 0.04])]
+    np.testing.assert_allclose(np.exp(gated_history_min(own, history, 1.0)), [0.9, 0.3, 0.005, 0.04])
+    np.testing.assert_allclose(np.exp(gated_history_min(own, history, 0.1)), [0.9, 0.8, 0.005, 0.04])
+    np.testing.assert_allclose(np.exp(gated_history_min(own, history, 0.01)), [0.9, 0.8, 0.005, 0.7])
+    np.testing.assert_allclose(np.exp(gated_history_min(own, history, 0.001)), [0.9, 0.8, 0.6, 0.7])
+
+
+def test_history_gate_lets_a_right_but_unlikely_step_pass_and_still_marks_a_confident_error(data):
+    """Earlier steps at P 0.22 (right, unlikely) and P 0.0025 (a wrong row): gate 1.0 sinks both records, gate 0.1
+    only the one after the wrong row; the scorer's log_components are the own and per-prefix scores."""
+    eps, lookup, _ = data
+    ep = eps[0]
+    refs = [de.StepRef(ep.episode_id, t) for t in range(3)]
+    wrong = de.StepRef(ep.episode_id, 1, Action("click", x=300, y=900))
+    table = {("step", refs[0]): -0.05, ("step", refs[0], refs[1]): -1.5, ("step", refs[0], wrong): -6.0,
+             ("step", refs[0], refs[1], refs[2]): -0.1, ("step", refs[0], wrong, refs[2]): -0.2}
+
+    class TableScorer(LikelihoodScorer):
+        def samples(self, records):
+            return list(records)
+
+        def log_scores_of_samples(self, samples, batch_size=None):
+            return np.array([table[(r.kind, *r.steps)] for r in samples], np.float64)
+
+    good = de.RewardRecord("step", ep.goal, (refs[0], refs[1], refs[2]), True, "expert")
+    bad = de.RewardRecord("step", ep.goal, (refs[0], wrong, refs[2]), False, "substitution")
+    own, history = TableScorer(None, lookup, UI).log_components([good, bad])
+    assert own.tolist() == [-0.1, -0.2] and [h.tolist() for h in history] == [[-0.05, -1.5], [-0.05, -6.0]]
+    assert TableScorer(None, lookup, UI, history_min=True).log_scores([good, bad]).tolist() == [-1.5, -6.0]
+    gated = TableScorer(None, lookup, UI, history_min=True, history_gate=0.1)
+    assert gated.log_scores([good, bad]).tolist() == [-0.1, -6.0]
+    with pytest.raises(ValueError, match="history_gate must be in"):
+        RewardModelConfig(scorer="policy_likelihood", history_min=True, history_gate=0.0)
+    with pytest.raises(ValueError, match="needs history_min=True"):
+        RewardModelConfig(scorer="policy_likelihood", history_gate=0.1)
 
 
 def test_history_min_needs_the_likelihood_scorer():
