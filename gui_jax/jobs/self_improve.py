@@ -163,15 +163,19 @@ def partial_episode(task, partial, suffix: str = "@beam") -> Episode:
 
 
 def synthesise(tasks, make_env, propose, score_many, si, *, progress: bool = False):
-    """(the best successful beam-search trajectory of each task (tasks without one give none), every finished
-    unsuccessful trajectory of the search, ids suffixed @fail<i>)."""
+    """(the shortest successful beam-search trajectory of each task, ties to the higher cumulative reward (tasks
+    without one give none), every finished unsuccessful trajectory of the search, ids suffixed @fail<i>).
+    Shortest, not highest-scoring: a sum of step rewards grows with every extra step, so the top-scoring success
+    is often the longest, e.g. an answer task's right answer repeated after wrong ones (PhoneSim keeps the last
+    answer, as AndroidWorld does), and SFT on it teaches the detour."""
     from gui_jax.core.progress import progress as progress_bar
     out, failed = [], []
     for i, task in enumerate(progress_bar(tasks, desc="beam search", unit="task", disable=not progress)):
         parts = beam_search(task, make_env, propose, None, beam_width=si.beam_width,
                             num_candidates=si.num_candidates, max_steps=si.max_steps, seed=int(si.seed) + i,
                             score_many=score_many)
-        best = next((p for p in parts if p.done and p.success), None)
+        successes = [p for p in parts if p.done and p.success]
+        best = min(successes, key=lambda p: (len(p.actions), -p.score)) if successes else None
         if best is not None:
             out.append(partial_episode(task, best))
         for k, p in enumerate(x for x in parts if x.done and not x.success and x.actions):

@@ -318,3 +318,32 @@ def test_proposed_label_clicks_become_the_element_they_name_or_a_no_op():
     assert ve.response_action(say('{"action": "click", "text": "clock"}'), obs, pcfg, False) == Action("click", element=clock)
     assert ve.response_action(say('{"action": "click", "text": "$137.0"}'), obs, pcfg, False) == ve.NO_OP
     assert ve.response_action(say('{"action": "click", "element": 3}'), obs, pcfg, False) == Action("click", element=3)
+
+
+def test_synthesis_keeps_the_shortest_success_not_the_highest_reward_sum():
+    """Every step scores > 0, so each extra answer raises the cumulative reward: the beam finishes successes of
+    1-4 steps, the longest with the highest sum; the synthesised episode is the 1-step one."""
+    from types import SimpleNamespace
+
+    class Env:
+        def reset(self, task):
+            return "screen"
+
+        def step(self, a):
+            done = a.type == "terminate"
+            return "screen", done, {"success": done}
+
+        def close(self):
+            pass
+
+    answer, stop = Action("answer", text="x"), Action("terminate", status="success")
+    task = SimpleNamespace(task_id="t#1", goal="g", template="t", seed=1)
+    si_cfg = SimpleNamespace(beam_width=2, num_candidates=2, max_steps=4, seed=0)
+    out, failed = si.synthesise([task], Env, lambda goal, h, obs, n, rng: [answer, stop],
+                                lambda goal, h, obs, acts: [1.0 if a == answer else 0.5 for a in acts], si_cfg)
+    assert [ep.actions for ep in out] == [[stop]] and failed == []
+    from gui_jax.rewards.search import beam_search
+    parts = beam_search(task, Env, lambda goal, h, obs, n, rng: [answer, stop], None, beam_width=2,
+                        num_candidates=2, max_steps=4,
+                        score_many=lambda goal, h, obs, acts: [1.0 if a == answer else 0.5 for a in acts])
+    assert [len(p.actions) for p in parts if p.success][0] == 4   # the sum's favourite: three answers, then stop
