@@ -19,9 +19,9 @@ import os
 import numpy as np
 
 from gui_jax.config_check import RunError
+from gui_jax.eval.rm_metrics import evaluate_records
 from gui_jax.jobs import common
 from gui_jax.jobs.reward_model import build_reward_data, data_sources, evaluate_rm, rm_configs
-from gui_jax.eval.rm_metrics import evaluate_records
 from gui_jax.rewards import data_engine as de
 
 
