@@ -13,7 +13,6 @@ episodes (another data.test_seed_range), then report it on the test episodes.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -86,17 +85,11 @@ def run(config, workdir: str) -> None:
     from gui_jax.rewards.likelihood import LikelihoodScorer, gated_history_min
     episodes = {str(e.episode_id): e for e in data.episodes.values()}
     own, history = LikelihoodScorer(agent, episodes, pcfg, batch_size=rcfg.batch_size).log_components(data.records)
-    scores = np.exp(gated_history_min(own, history, rcfg.history_gate))
-    evaluate_rm(agent, data.records, list(episodes.values()), pcfg, rcfg, workdir, scores=scores,
-                extra={"weights": source})
     rows = history_gate_rows(own, history, data.records, episodes, gates)
+    evaluate_rm(agent, data.records, list(episodes.values()), pcfg, rcfg, workdir,
+                scores=np.exp(gated_history_min(own, history, rcfg.history_gate)),
+                extra={"weights": source, "history_gates": rows})
     table = format_gate_table(rows)
     with open(os.path.join(workdir, "history_gates.md"), "w") as f:
         f.write(f"# The prefix minimum's gate ({len(data.records)} records, threshold 0.5)\n\n{table}\n")
-    path = os.path.join(workdir, "results.json")
-    with open(path) as f:
-        out = json.load(f)
-    out["history_gates"] = rows
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1, default=float)
     print(table)
