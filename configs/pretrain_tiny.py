@@ -109,6 +109,10 @@ def get_config():
         # continue from a weights-only snapshot taken at this update: set model.checkpoint to the snapshot and
         # first_step to its update (the stream and the curriculum resume there; AdamW restarts with its warm-up)
         "first_step": 0,
+        # a snapshot to grow into this config's larger model (more text layers: model.num_hidden_layers; a wider
+        # MLP: model.intermediate_size) with the same logits at the start (models/qwen2_5_vl/grow.py); with it
+        # model.checkpoint stays '' and first_step is the snapshot's update
+        "grow_from": "",
         "stop_after_steps": ml_collections.config_dict.placeholder(int),
     })
     return c

@@ -66,6 +66,33 @@ def parent_phases(checkpoint: str) -> list[str]:
         return card_phases(f.read())
 
 
+def grown_from(source: str, agent):
+    """agent's params (freshly initialised at the larger shape) holding the snapshot `source`'s weights, with the
+    same logits (models/qwen2_5_vl/grow.py). A first run only: a rerun resumes over them from its checkpoint."""
+    from flax import nnx
+
+    from gui_jax.models.builtin import resolve_checkpoint
+    from gui_jax.models.qwen2_5_vl.grow import grow_params
+    from gui_jax.models.qwen2_5_vl.hf_io import load_hf_checkpoint
+    from gui_jax.rl.agent import load_tokenizer
+    path = resolve_checkpoint(source)
+    small_tok = load_tokenizer("auto", path)
+    probe = "Tap 'Quiet Fire' 12 $3.50 <|im_end|>"
+    if small_tok.encode(probe) != agent.tokenizer.encode(probe):
+        raise RunError(f"pretrain.grow_from {source!r}: its tokenizer differs from the preset's vocabulary "
+                       f"(model.tokenizer = {agent.cfg.get('tokenizer', 'auto')!r})")
+    small, _ = load_hf_checkpoint(path, param_dtype="float32")
+    try:
+        return grow_params(nnx.state(small, nnx.Param), agent.params)
+    except ValueError as e:
+        raise RunError(f"pretrain.grow_from {source!r}: {e}") from None
+
+
+def agent_shape(config) -> str:
+    m, preset = config.model, "the preset's"
+    return f"{m.get('num_hidden_layers') or preset} layers, MLP width {m.get('intermediate_size') or preset}"
+
+
 def card_phases(text: str) -> list[str]:
     """A model card's phase sections, oldest first (see `parent_phases`)."""
     made = text.split("## How it was made", 1)[1] if "## How it was made" in text else ""
@@ -128,12 +155,14 @@ def model_card(config, workdir: str, out: dict) -> str:
     overrides = [a for a in sys.argv[1:] if a.startswith("--config.") and not a.startswith(RUN_CONTROL)]
     changes = recipe_changes(workdir)
     overrides = first_overrides(overrides, changes)   # the command that started this phase
-    start, snapshot = int(cfg.get("first_step", 0)), config.model.checkpoint
+    start, snapshot = int(cfg.get("first_step", 0)), config.model.checkpoint or cfg.get("grow_from", "")
     # any run that loads a snapshot continues it (first_step 0 only restarts the update count and curriculum)
     parents = parent_phases(snapshot) if snapshot else []
     origin = "from random weights"
     if snapshot:
         origin = f"from the update-{start:,} snapshot `{snapshot}`" if start else f"from the snapshot `{snapshot}`"
+        if not config.model.checkpoint:
+            origin += f", grown to {agent_shape(config)}"
     phase = [
         f"{PHASE_HEADER}{len(parents) + 1} (updates {start + 1:,}-{out['steps']:,}, {origin})",
         f"- Command: `{' '.join(['python -m gui_jax.main --config configs/pretrain_tiny.py --workdir <dir>', *overrides])}`",
@@ -223,6 +252,12 @@ def run(config, workdir: str) -> None:
         from gui_jax.models.qwen2_5_vl.layers import rescale_init
         agent.set_params(rescale_init(agent.params, float(cfg.init_gain), under="language_model",
                                       residual_gain=float(cfg.get("init_residual_gain", 1.0))))
+    if cfg.get("grow_from", ""):
+        if config.model.checkpoint:
+            raise RunError(f"pretrain.grow_from {cfg.grow_from!r} grows a snapshot into the preset's shape "
+                           f"(model.num_hidden_layers / intermediate_size); model.checkpoint must then be '' "
+                           f"(got {config.model.checkpoint!r})")
+        agent.set_params(grown_from(cfg.grow_from, agent))
     try:
         from gui_jax.train.pretrain import pointer_layout
         pointer_layout(cfg, agent.model_config)

@@ -1,0 +1,63 @@
+"""Function-preserving growth of a trained model into a deeper / wider one of the same architecture.
+
+`grow_params(small, fresh)` puts a trained model's params into a freshly initialised larger model so that the
+larger model computes exactly the same logits: every weight the small model has is copied to the same place,
+the new parts keep their fresh initialisation, and the new parts' writers into the residual stream start at
+zero (a new layer's attention o_proj and MLP down_proj; a widened MLP's extra down_proj rows). The readers of
+the new parts (q/k/v, gate/up) stay random, so the zero writers get a gradient from the first update and the
+new capacity starts learning at once (zero readers *and* writers would stay at zero).
+
+What may grow: text layers (appended on top: the layer indices of supervised attention hops keep their meaning)
+and the text MLP width. The residual width, heads, vocabulary and the vision tower must match (a wider residual
+stream changes every RMSNorm's statistics); anything else is an error naming the parameter.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+# a new layer's residual writers: zero, so the layer starts as the identity
+_WRITERS = ("o_proj", "down_proj")
+
+
+def _flat(tree) -> dict[str, tuple]:
+  leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+  return {jax.tree_util.keystr(p): (p, x) for p, x in leaves}
+
+
+def _keys(path) -> list[str]:
+  return [str(getattr(k, "key", getattr(k, "idx", k))) for k in path]
+
+
+def grow_params(small, fresh):
+  """Params of the larger model (the structure and dtypes of `fresh`) holding `small`'s weights, same logits.
+
+  small: the trained model's param tree (nnx.State); fresh: the larger model's freshly initialised one."""
+  have = _flat(small)
+  want = _flat(fresh)
+  missing = sorted(set(have) - set(want))
+  if missing:
+    raise ValueError(f"cannot grow: the larger model has no parameter {missing[0]} (layers can only be added, "
+                     f"not removed)")
+
+  def one(path, x):
+    name = jax.tree_util.keystr(path)
+    keys = _keys(path)
+    text = "language_model" in keys
+    if name not in have:  # a new layer: readers random, residual writers zero
+      if not (text and "layers" in keys):
+        raise ValueError(f"cannot grow: {name} is new, and only text layers may be added")
+      return jnp.zeros_like(x) if set(_WRITERS) & set(keys) else x
+    old = jnp.asarray(have[name][1], x.dtype)
+    if old.shape == x.shape:
+      return old
+    if old.ndim != x.ndim or any(o > n for o, n in zip(old.shape, x.shape)):
+      raise ValueError(f"cannot grow {name}: {old.shape} -> {x.shape}")
+    if not (text and "mlp" in keys):
+      raise ValueError(f"cannot grow {name}: {old.shape} -> {x.shape} (only the text MLP width and the number "
+                       f"of text layers may grow)")
+    if "down_proj" in keys:  # extra intermediate units write nothing yet
+      x = jnp.zeros_like(x)
+    return x.at[tuple(slice(0, s) for s in old.shape)].set(old)
+
+  return jax.tree_util.tree_map_with_path(one, fresh)

@@ -1,0 +1,67 @@
+"""Growing a trained model (models/qwen2_5_vl/grow.py): the larger model computes the same logits, keeps every
+old weight in place, starts its new layers as the identity (zero residual writers, random readers), and refuses
+what cannot grow with the parameter named."""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from gui_jax.models.qwen2_5_vl import Qwen25VLForConditionalGeneration, tiny
+from gui_jax.models.qwen2_5_vl.grow import grow_params
+
+
+def _model(layers: int, inter: int, seed: int):
+    cfg = tiny()
+    text = dataclasses.replace(cfg.text, num_hidden_layers=layers, intermediate_size=inter)
+    return Qwen25VLForConditionalGeneration(cfg.replace(text=text), rngs=nnx.Rngs(seed))
+
+
+def _trained_like(model, seed: int):
+    """Weights at a trained scale (std 0.1, norms off 1), so that a copy error could not hide under the init."""
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    keys = iter(jax.random.split(jax.random.key(seed), len(jax.tree.leaves(params))))
+    params = jax.tree.map(lambda x: x + 0.1 * jax.random.normal(next(keys), x.shape, x.dtype), params)
+    return nnx.merge(graphdef, params, rest)
+
+
+def test_grown_model_computes_the_same_logits_and_keeps_the_old_weights():
+    small = _trained_like(_model(2, 384, seed=0), seed=1)
+    big = _model(4, 640, seed=2)
+    graphdef, fresh, rest = nnx.split(big, nnx.Param, ...)
+    grown = grow_params(nnx.state(small, nnx.Param), fresh)
+    big = nnx.merge(graphdef, grown, rest)
+    ids = jax.random.randint(jax.random.key(3), (2, 37), 0, 4000)
+    want, got = small(ids).logits, big(ids).logits
+    assert float(jnp.abs(want).max()) > 1.0                  # not a degenerate comparison
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
+
+    layers = grown["language_model"]["layers"]
+    old = nnx.state(small, nnx.Param)["language_model"]["layers"]
+    np.testing.assert_array_equal(layers[1]["self_attn"]["q_proj"]["kernel"][...],
+                                  old[1]["self_attn"]["q_proj"]["kernel"][...])
+    # the widened MLP: old units in place, new units read at random and write nothing
+    np.testing.assert_array_equal(layers[0]["mlp"]["up_proj"]["kernel"][...][:, :384],
+                                  old[0]["mlp"]["up_proj"]["kernel"][...])
+    assert float(jnp.std(layers[0]["mlp"]["up_proj"]["kernel"][...][:, 384:])) > 0.01
+    assert not np.any(np.asarray(layers[0]["mlp"]["down_proj"]["kernel"][...][384:]))
+    # new layers: zero writers, random readers (so the writers get a gradient at the first update)
+    for i in (2, 3):
+        assert not np.any(np.asarray(layers[i]["self_attn"]["o_proj"]["kernel"][...]))
+        assert not np.any(np.asarray(layers[i]["mlp"]["down_proj"]["kernel"][...]))
+        assert float(jnp.std(layers[i]["self_attn"]["q_proj"]["kernel"][...])) > 0.01
+        assert float(jnp.std(layers[i]["mlp"]["gate_proj"]["kernel"][...])) > 0.01
+
+
+def test_what_cannot_grow_is_named():
+    small = nnx.state(_model(2, 384, seed=0), nnx.Param)
+    with pytest.raises(ValueError, match=r"no parameter .*layers.*\[1\]"):
+        grow_params(small, nnx.state(_model(1, 384, seed=0), nnx.Param))
+    wider = jax.tree_util.tree_map_with_path(  # a wider residual stream
+        lambda p, x: jnp.zeros((4096, 192)) if "embed_tokens" in jax.tree_util.keystr(p) else x, small)
+    with pytest.raises(ValueError, match=r"cannot grow .*embed_tokens.*\(4096, 128\) -> \(4096, 192\)"):
+        grow_params(small, wider)
+    with pytest.raises(ValueError, match=r"cannot grow .*down_proj.*\(512, 128\) -> \(384, 128\)"):
+        grow_params(nnx.state(_model(2, 512, seed=0), nnx.Param), small)
