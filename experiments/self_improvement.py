@@ -31,6 +31,7 @@ QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_step
 # detour): 0.718 -> 0.748 (p 0.015), RM step F1 0.825 -> 0.833, level with the control (-0.005, p 0.83). From the
 # current base, seed 0 (self_improvement.md; experiments/README.md note 6).
 SEARCH = {"self_improve.tasks_per_round": 144, "self_improve.rm_train.learning_rate": 1e-4}
+FEW_EXPERT_EPISODES = 250
 
 
 def get_spec():
@@ -47,6 +48,15 @@ def get_spec():
                             "overrides": {**data, "rm.model.scorer": "policy_likelihood", **SEARCH}}
     arms["control"] = {"recipe": "configs/self_improve.py", "stage": "round_2", "init_from": policy,
                        "overrides": {**data, "self_improve.synthesise": False, "self_improve.rm_retrain": False}}
+    # the same rounds from an SFT on half the expert episodes (UI-Genie's premise: expert data is what runs short,
+    # so the searched successes are data the control does not have)
+    few = {**data, "data.num_train_episodes": FEW_EXPERT_EPISODES}
+    sft_alone = online_vs_sft.SFT_ALONE
+    arms["sft_few"] = {**sft_alone, "overrides": {**sft_alone["overrides"], "data.num_train_episodes": FEW_EXPERT_EPISODES}, "report": True}
+    policy_few = {**policy, "arm": "sft_few"}
+    arms["self_improve_few"] = {**arms["self_improve"], "init_from": [policy_few, rm],
+                                "overrides": {**arms["self_improve"]["overrides"], **few}}
+    arms["control_few"] = {**arms["control"], "init_from": policy_few, "overrides": {**arms["control"]["overrides"], **few}}
     arms["round_0"] = {"results_of": "self_improve", "stage": "round_0"}
     arms["round_1"] = {"results_of": "self_improve", "stage": "round_1"}
     arms["control_round_0"] = {"results_of": "control", "stage": "round_0"}
@@ -58,5 +68,6 @@ def get_spec():
         "seeds": [0],
         "evaluation": {"metric": "online_success"},
         "comparisons": [["round_0", "round_1"], ["round_0", "self_improve"], ["control_round_0", "control"],
-                        ["control", "self_improve"]],
+                        ["control", "self_improve"], ["sft_few", "self_improve_few"], ["sft_few", "control_few"],
+                        ["control_few", "self_improve_few"]],
     }
