@@ -20,9 +20,9 @@ import jax.numpy as jnp
 _WRITERS = ("o_proj", "down_proj")
 
 
-def _flat(tree) -> dict[str, tuple]:
+def _flat(tree) -> dict:
   leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
-  return {jax.tree_util.keystr(p): (p, x) for p, x in leaves}
+  return {jax.tree_util.keystr(p): x for p, x in leaves}
 
 
 def _keys(path) -> list[str]:
@@ -48,7 +48,7 @@ def grow_params(small, fresh):
       if not (text and "layers" in keys):
         raise ValueError(f"cannot grow: {name} is new, and only text layers may be added")
       return jnp.zeros_like(x) if set(_WRITERS) & set(keys) else x
-    old = jnp.asarray(have[name][1], x.dtype)
+    old = jnp.asarray(have[name], x.dtype)
     if old.shape == x.shape:
       return old
     if old.ndim != x.ndim or any(o > n for o, n in zip(old.shape, x.shape)):
