@@ -51,13 +51,14 @@ def get_spec():
                        "overrides": {**data, "self_improve.synthesise": False, "self_improve.rm_retrain": False}}
     # the same rounds from an SFT on half the expert episodes (UI-Genie's premise: expert data is what runs short,
     # so the searched successes are data the control does not have)
-    few = {**data, "data.num_train_episodes": FEW_EXPERT_EPISODES}
+    few = {"data.num_train_episodes": FEW_EXPERT_EPISODES}
     sft_alone = online_vs_sft.SFT_ALONE
-    arms["sft_few"] = {**sft_alone, "overrides": {**sft_alone["overrides"], "data.num_train_episodes": FEW_EXPERT_EPISODES}, "report": True}
+    arms["sft_few"] = {**sft_alone, "overrides": {**sft_alone["overrides"], **few}, "report": True}
     policy_few = {**policy, "arm": "sft_few"}
     arms["self_improve_few"] = {**arms["self_improve"], "init_from": [policy_few, rm],
                                 "overrides": {**arms["self_improve"]["overrides"], **few}}
-    arms["control_few"] = {**arms["control"], "init_from": policy_few, "overrides": {**arms["control"]["overrides"], **few}}
+    arms["control_few"] = {**arms["control"], "init_from": policy_few,
+                           "overrides": {**arms["control"]["overrides"], **few}}
     arms["round_0"] = {"results_of": "self_improve", "stage": "round_0"}
     arms["round_1"] = {"results_of": "self_improve", "stage": "round_1"}
     arms["control_round_0"] = {"results_of": "control", "stage": "round_0"}
