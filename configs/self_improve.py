@@ -37,6 +37,9 @@ def get_config():
         "tasks_per_round": 48,           # train tasks searched per round
         "synth_seed_range": (400, 1000),  # seeds of the searched tasks, a disjoint slice per round
         "templates": (),                 # () = data.templates
+        # the expert episodes' templates (every round's SFT data and the RM's base records; () = data.templates):
+        # fewer than data.templates leaves the search tasks no expert episode covers (held-out tasks keep data.*)
+        "expert_templates": (),
         "max_optimal_steps": (3,),       # per round, the last repeats (UI-Genie: task sets grow in complexity)
         "beam_width": 5,                 # partial trajectories kept (UI-Genie: 5)
         "num_candidates": 10,            # policy samples per partial trajectory and step (UI-Genie: 10)

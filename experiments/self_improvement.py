@@ -14,6 +14,8 @@ episodes to 5e-4 undoes its look-up):
                  (rm_retrain, at lr 1e-4, below the RM's own 3e-4; its held-out step / outcome F1 per round in the
                  job's results.md);
   control        the same rounds on the expert episodes alone (self_improve.synthesise = False).
+Variants: `*_few` from an SFT on 250 expert episodes; `self_improve_wide` with 3x the search (432 tasks a round);
+`*_held_out` with expert episodes (SFT, RM, rounds) of eight templates while search and held-out tasks keep ten.
 Report: experiments/results/self_improvement.{md,json,png}.
 """
 import os
@@ -33,11 +35,14 @@ QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_step
 # From an SFT on 250 expert episodes (the same 0.720): 0.727 after round 2 (p 0.68), control 0.723 (+0.005, p 0.82).
 SEARCH = {"self_improve.tasks_per_round": 144, "self_improve.rm_train.learning_rate": 1e-4}
 FEW_EXPERT_EPISODES = 250
+HELD_OUT_TEMPLATES = ("music.artist", "clock.alarm_toggle")  # each with a sibling the expert data keeps (a read
+# in Music beside music.play, a switch like tasks.complete's)
 
 
 def get_spec():
     online_vs_sft = load_python_file(os.path.join(HERE, "online_vs_sft.py"))
-    shared = load_python_file(os.path.join(HERE, "prm_rewards.py")).get_spec()["arms"]
+    prm_rewards = load_python_file(os.path.join(HERE, "prm_rewards.py"))
+    shared = prm_rewards.get_spec()["arms"]
     data = {k: online_vs_sft.QUICKSTART_SPLIT[k] for k in QUICKSTART_DATA}
     data["data.num_train_episodes"] = 500  # the quickstart SFT's expert episodes
     data["self_improve.sft.learning_rate"] = 1e-4
@@ -59,6 +64,26 @@ def get_spec():
                                 "overrides": {**arms["self_improve"]["overrides"], **few}}
     arms["control_few"] = {**arms["control"], "init_from": policy_few,
                            "overrides": {**arms["control"]["overrides"], **few}}
+    # three times the search (432 tasks a round, ~1,300 successes over two rounds against the 500 expert episodes):
+    # does more of the policy's own searched data, not more SFT steps, carry the rounds past the control?
+    arms["self_improve_wide"] = {**arms["self_improve"], "overrides": {**arms["self_improve"]["overrides"],
+                                                                        "self_improve.tasks_per_round": 432}}
+    # UI-Genie's premise that search reaches what the expert data lacks: the expert episodes (SFT, RM, every round's
+    # fine-tuning) leave out two of the ten templates, the search and the held-out tasks keep all ten
+    held = {"data.templates": tuple(t for t in data["data.templates"] if t not in HELD_OUT_TEMPLATES)}
+    arms["sft_held_out"] = {**sft_alone, "overrides": {**sft_alone["overrides"], **held}, "report": False}
+    held_rm = prm_rewards.reward_model_arms({"arm": "sft_held_out", "path": "sft/checkpoints", "ready": "sft"})
+    arms["export_held_out"] = held_rm["export_sft"]
+    arms["reward_model_held_out"] = {**held_rm["reward_model"],
+                                     "init_from": {**held_rm["reward_model"]["init_from"], "arm": "export_held_out"},
+                                     "overrides": {**held_rm["reward_model"]["overrides"], **held}}
+    expert_held = {"self_improve.expert_templates": held["data.templates"]}
+    arms["self_improve_held_out"] = {
+        **arms["self_improve"], "overrides": {**arms["self_improve"]["overrides"], **expert_held},
+        "init_from": [{**policy, "arm": "sft_held_out"}, {**rm, "arm": "reward_model_held_out"}]}
+    arms["control_held_out"] = {**arms["control"], "init_from": {**policy, "arm": "sft_held_out"},
+                                "overrides": {**arms["control"]["overrides"], **expert_held}}
+    arms["round_0_held_out"] = {"results_of": "self_improve_held_out", "stage": "round_0"}
     arms["round_0"] = {"results_of": "self_improve", "stage": "round_0"}
     arms["round_1"] = {"results_of": "self_improve", "stage": "round_1"}
     arms["control_round_0"] = {"results_of": "control", "stage": "round_0"}
@@ -71,5 +96,7 @@ def get_spec():
         "evaluation": {"metric": "online_success"},
         "comparisons": [["round_0", "round_1"], ["round_0", "self_improve"], ["control_round_0", "control"],
                         ["control", "self_improve"], ["sft_few", "self_improve_few"], ["sft_few", "control_few"],
-                        ["control_few", "self_improve_few"]],
+                        ["control_few", "self_improve_few"], ["self_improve", "self_improve_wide"],
+                        ["control", "self_improve_wide"], ["round_0_held_out", "self_improve_held_out"],
+                        ["control_held_out", "self_improve_held_out"]],
     }

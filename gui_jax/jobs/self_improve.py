@@ -73,13 +73,15 @@ def check_self_improve_config(config) -> None:
     if max(rng[0], a) < min(rng[1], b):
         _fail("self_improve.synth_seed_range", tuple(rng), f"overlaps data.test_seed_range {(a, b)}; "
               "synthesis must use unseen-by-evaluation seeds")
-    if isinstance(si.templates, (str, bytes)) or not isinstance(si.templates, (tuple, list)):
-        _fail("self_improve.templates", si.templates, "expected a tuple of template names (() = data.templates)")
     known = template_names()
-    for t in si.templates:
-        if t not in known:
-            from gui_jax.config_check import unknown
-            _fail("self_improve.templates", tuple(si.templates), unknown(f"template {t!r}", t, known))
+    for name in ("templates", "expert_templates"):
+        names = si.get(name, ())
+        if isinstance(names, (str, bytes)) or not isinstance(names, (tuple, list)):
+            _fail(f"self_improve.{name}", names, "expected a tuple of template names (() = data.templates)")
+        for t in names:
+            if t not in known:
+                from gui_jax.config_check import unknown
+                _fail(f"self_improve.{name}", tuple(names), unknown(f"template {t!r}", t, known))
     env = config.get("env")
     if env is not None and env.get("backend", "phonesim") not in ("phonesim", "remote") \
             and set(env.get("eval_seeds", ())) & set(range(*rng)):
@@ -105,6 +107,30 @@ def check_self_improve_config(config) -> None:
 
 
 # ------------------------------------------------------------------------------------------ tasks and episodes
+def expert_config(config):
+    """The config whose train side gives the expert episodes: data.templates replaced by
+    self_improve.expert_templates where set (the search and the held-out tasks keep data.*)."""
+    expert = tuple(config.self_improve.get("expert_templates", ()))
+    if not expert or expert == tuple(config.data.templates):
+        return config
+    out = config.copy_and_resolve_references()
+    out.data.templates = expert
+    return out
+
+
+def expert_and_test_episodes(config, workdir: str, with_test: bool) -> tuple[list, list, list]:
+    """(held-out tasks, expert episodes, held-out episodes or []) of `common.prepare`, the expert side from
+    `expert_config`."""
+    sides = ("train", "test") if with_test else ("train",)
+    expert = expert_config(config)
+    if expert is config:
+        _, test_tasks, train_eps, test_eps = common.prepare(config, workdir, sides=sides)
+        return test_tasks, train_eps, test_eps
+    _, _, train_eps, _ = common.prepare(expert, workdir, sides=("train",))
+    _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=sides[1:])
+    return test_tasks, train_eps, test_eps
+
+
 def synth_tasks(config, r: int) -> list:
     """Round r's search tasks: the r-th disjoint seed slice of synth_seed_range, the configured templates
     (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates;
@@ -353,8 +379,7 @@ def run(config, workdir: str) -> None:
     progress = bool(si.get("progress", True))
     common.check_reachable(config)  # an offline device or server stops here, in one line
     # the RM's held-out records come from the test side's expert episodes
-    _, test_tasks, train_eps, test_eps = common.prepare(config, workdir,
-                                                        sides=("train", "test") if co_evolve else ("train",))
+    test_tasks, train_eps, test_eps = expert_and_test_episodes(config, workdir, with_test=co_evolve)
     env = config.get("env")
     test_tasks = held_out_tasks(config, test_tasks, env.eval_seeds if env is not None else None)
     rdir = [os.path.join(workdir, f"round_{r}") for r in range(R + 1)]
@@ -370,8 +395,9 @@ def run(config, workdir: str) -> None:
                        and _sft_done(os.path.join(rdir[r], "sft"), si.sft.num_steps)))
     start = next((r for r in range(R + 1) if not complete(r)), None)
     t0 = time.time()
-    extra = {"profile": {}, **common.checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
-                                                   reward_model=si.get("rm_checkpoint_dir", ""))}
+    extra = {"profile": {}, "expert_templates": list(expert_config(config).data.templates),
+             **common.checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
+                                          reward_model=si.get("rm_checkpoint_dir", ""))}
     if start is not None:
         pcfg, rcfg = rm_configs(config)
         render = pcfg.observation in ("screenshot", "both")

@@ -221,6 +221,34 @@ def test_self_improve_expert_only_control_fine_tunes_the_same_rounds_without_sea
         si.run(_si_config(**{"self_improve.synthesise": False, "self_improve.rm_retrain": True}), str(tmp_path / "x"))
 
 
+def test_self_improve_expert_templates_narrow_the_expert_episodes_alone(tmp_path, monkeypatch):
+    """self_improve.expert_templates: every round fine-tunes on expert episodes of those templates only, while the
+    held-out tasks and the search keep data.templates (the tasks the expert data lacks are searched and scored)."""
+    import gui_jax.eval.online_success as online
+    import gui_jax.train.sft as sft
+    seen, evaluated = [], []
+    real_sft, real_eval = sft.train_sft, online.run_online_episodes
+
+    def recording(agent, episodes, *a, **kw):
+        seen.append(sorted({e.template for e in episodes}))
+        return real_sft(agent, episodes, *a, **kw)
+
+    def scored(policy, tasks, *a, **kw):
+        evaluated.append(sorted({t.template for t in tasks}))
+        return real_eval(policy, tasks, *a, **kw)
+    monkeypatch.setattr(sft, "train_sft", recording)
+    monkeypatch.setattr(online, "run_online_episodes", scored)
+    cfg = _si_config(**{"self_improve.synthesise": False, "self_improve.rm_untrained": False,
+                        "self_improve.expert_templates": ("music.play",)})
+    si.run(cfg, str(tmp_path / "narrow"))
+    assert seen == [["music.play"]]
+    assert evaluated == [["music.play", "tasks.complete"]] * 2
+    assert sorted({t.template for t in si.synth_tasks(cfg, 0)}) == ["music.play", "tasks.complete"]
+    plain = _si_config()
+    assert si.expert_config(plain) is plain and si.expert_config(cfg).data.templates == ("music.play",)
+    assert tuple(cfg.data.templates) == ("music.play", "tasks.complete")  # the job's own config is untouched
+
+
 def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch):
     import gui_jax.train.rm_training as rmt
     from gui_jax.rewards import data_engine as de
@@ -290,6 +318,7 @@ def test_verifier_bad_config_names_the_field(field, value, needle, tmp_path):
 
 @pytest.mark.parametrize("field,value,needle", [
     ("self_improve.templates", ("music.plya",), "config.self_improve.templates"),
+    ("self_improve.expert_templates", ("music.plya",), "config.self_improve.expert_templates"),
     ("self_improve.rounds", -1, "config.self_improve.rounds"),
     ("self_improve.synth_seed_range", (1000, 1100), "overlaps data.test_seed_range"),
     ("self_improve.beam_width", 0, "config.self_improve.beam_width"),
