@@ -315,6 +315,21 @@ def _paired(a: dict, b: dict, test: str) -> dict:
             "unpaired": len(set(a) ^ set(b))}
 
 
+def by_template(pooled: dict) -> dict:
+    """{template: {arm: [successes, tasks]}} of pooled per-task outcomes ({arm: {(seed, task id): 0/1}}) whose task
+    ids read 'template#seed' (PhoneSim's); {} when any does not (another backend's ids)."""
+    ids = {t for outcomes in pooled.values() for _, t in outcomes}
+    if not ids or not all("#" in str(t) for t in ids):
+        return {}
+    out = {}
+    for arm, outcomes in pooled.items():
+        for (_, t), v in outcomes.items():
+            cell = out.setdefault(str(t).split("#")[0], {}).setdefault(arm, [0, 0])
+            cell[0] += int(v)
+            cell[1] += 1
+    return dict(sorted(out.items()))
+
+
 def point_time(point_dir: str) -> dict | None:
     """How long a finished point's job ran: {"wall_s", "cpus", "load_before", "load_after", "source"} from its
     sweep_point.json; for points finished before the runner recorded time, the summed stage wall times of the
@@ -360,7 +375,8 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
                 row["per_seed"][str(s)] = {k: r[k] for k in ("pairs", "diff", "p")}
         comps.append(row)
     return {"name": exp.name, "description": exp.description, "workdir": workdir, "seeds": exp.seeds,
-            "metric": exp.metric, "stage": exp.stage, "arms": arms, "comparisons": comps}
+            "metric": exp.metric, "stage": exp.stage, "arms": arms, "comparisons": comps,
+            "by_template": by_template(pooled)}
 
 
 def _ci(r) -> str:
@@ -423,6 +439,13 @@ def markdown(report: dict) -> str:
             lines.append(f"| {c['a']} → {c['b']} | {pairs} | {c['SR_a']:.3f} | {c['SR_b']:.3f} | {c['diff']:+.3f} "
                          f"[{c['diff_ci95'][0]:+.3f}, {c['diff_ci95'][1]:+.3f}] | {c['gained']} / {c['lost']} | "
                          f"{c['p']:.3g} | {per} |")
+    table = report.get("by_template") or {}
+    cols = [a for a in report["arms"] if any(a in row for row in table.values())]
+    if cols:
+        lines += ["", "Successes / tasks by template, pooled over seeds:", "",
+                  "| template | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+        lines += [f"| {t} | " + " | ".join("{}/{}".format(*row[a]) if a in row else "" for a in cols) + " |"
+                  for t, row in table.items()]
     if report.get("plot"):
         lines += ["", f"![SR per arm]({os.path.basename(report['plot'])})"]
     return "\n".join(lines) + "\n"

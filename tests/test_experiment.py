@@ -515,3 +515,19 @@ def test_a_new_shipped_base_makes_results_from_the_old_one_stale_not_pooled(tmp_
     assert [report["arms"][a]["seeds_done"] for a in ("a", "b", "a_sft")] == [[0], [], [0]]
     assert report["arms"]["a_sft"]["base"] == "builtin:tiny-base@0123456789ab"
     assert sorted(ge.load_record(str(r / "ab.outcomes.json"))) == ["a/seed=0"]  # the old base's left (git keeps them)
+
+
+def test_successes_by_template_count_each_arms_tasks_and_skip_ids_without_a_template():
+    pooled = {"a": {(0, "music.play#1"): 1, (0, "music.play#2"): 0, (1, "music.play#1"): 1, (0, "clock.x#3"): 0},
+              "b": {(0, "music.play#1"): 0, (0, "clock.x#3"): 1}, "c": {}}
+    table = ge.by_template(pooled)
+    assert table == {"clock.x": {"a": [0, 1], "b": [1, 1]}, "music.play": {"a": [2, 3], "b": [0, 1]}}
+    assert list(table) == ["clock.x", "music.play"]
+    assert ge.by_template({"a": {(0, "t01"): 1, (0, "music.play#1"): 1}}) == {}  # another backend's ids: no table
+    report = {"name": "x", "description": "", "command": "c", "workdir": "w", "seeds": [0], "metric": "m",
+              "arms": {}, "comparisons": [], "by_template": table}
+    for name in ("a", "b", "c"):
+        report["arms"][name] = {"results_of": "z", "per_seed": {}, "pooled": {"n": 0, "successes": 0},
+                                "stages": [], "seeds_done": [], "base": None}
+    md = ge.markdown(report)
+    assert "| template | a | b |" in md and "| music.play | 2/3 | 0/1 |" in md and "| clock.x | 0/1 | 1/1 |" in md
