@@ -33,6 +33,8 @@ QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_step
 # detour): 0.718 -> 0.748 (p 0.015), RM step F1 0.825 -> 0.833, level with the control (-0.005, p 0.83). From the
 # current base, seed 0 (self_improvement.md; experiments/README.md note 6).
 # From an SFT on 250 expert episodes (the same 0.720): 0.727 after round 2 (p 0.68), control 0.723 (+0.005, p 0.82).
+# 432 searched tasks a round: 0.743, control - 0.009 (p 0.52). Expert data without two templates: the search finds
+# 0 / 32 and 4 / 32 of them, self - control +0.002 (p 1).
 SEARCH = {"self_improve.tasks_per_round": 144, "self_improve.rm_train.learning_rate": 1e-4}
 FEW_EXPERT_EPISODES = 250
 HELD_OUT_TEMPLATES = ("music.artist", "clock.alarm_toggle")  # each with a sibling the expert data keeps (a read

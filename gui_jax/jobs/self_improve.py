@@ -254,6 +254,20 @@ def _read(path: str):
         return json.load(f)
 
 
+def synth_by_template(synth: dict | None) -> dict:
+    """{template: [successes, tasks searched]} of a round's synth.json, for task ids 'template#seed' (PhoneSim's;
+    {} for other ids): where the search reached."""
+    searched = (synth or {}).get("searched", [])
+    if not searched or not all("#" in t for t in searched):
+        return {}
+    out = {t.split("#")[0]: [0, 0] for t in sorted(searched)}
+    for t in searched:
+        out[t.split("#")[0]][1] += 1
+    for e in synth.get("episode_ids", []):
+        out[e.split("#")[0]][0] += 1
+    return out
+
+
 def round_row(ev: dict, base: dict, synth: dict | None, rm_metrics: dict | None = None,
               rm_data: dict | None = None) -> dict:
     s, s0 = ev["success"], base["success"]
@@ -265,6 +279,7 @@ def round_row(ev: dict, base: dict, synth: dict | None, rm_metrics: dict | None 
             "synth_searched": len(synth["searched"]) if synth else 0,
             "synth_successes": synth["successes"] if synth else 0,
             "synth_failures": len(synth.get("failed_ids", [])) if synth else 0,
+            "synth_by_template": synth_by_template(synth),
             "rm_step_f1": _f1(rm_metrics, "step") if rm_metrics else None,
             "rm_outcome_f1": _f1(rm_metrics, "outcome") if rm_metrics else None,
             "rm_records_after": rm_data["total"] if rm_data else None,
@@ -290,6 +305,14 @@ def format_rounds(rows: dict) -> str:
                      else f"{x['rm_records_after']} (+{x['rm_records_produced']})")
             line += f" {f1} | {grown} |"
         lines.append(line)
+    reach = {r: x["synth_by_template"] for r, x in sorted(rows.items(), key=lambda kv: int(kv[0]))
+             if x.get("synth_by_template")}
+    if reach:  # which templates the search reached, round by round
+        names = sorted({t for v in reach.values() for t in v})
+        lines += ["", "synthesised successes / tasks searched by template:", "",
+                  "| template | " + " | ".join(f"round {r}" for r in reach) + " |", "|---|" + "---|" * len(reach)]
+        lines += [f"| {t} | " + " | ".join("{}/{}".format(*v[t]) if t in v else "" for v in reach.values()) + " |"
+                  for t in names]
     return "\n".join(lines)
 
 

@@ -166,6 +166,7 @@ def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monk
         open(os.path.join(wd, "round_0", "eval.json")))["task_ids"]
     r0, r1 = res["rounds"]["0"], res["rounds"]["1"]
     assert (r0["synth_searched"], r0["synth_successes"], r0["episodes"]) == (2, 2, 2)
+    assert r0["synth_by_template"] == {t.split("#")[0]: [1, 1] for t in searched} and r1["synth_by_template"] == {}
     assert r0["ci95"] == pytest.approx(_wilson(r0["successes"], 2), abs=1e-12)
     b = sum(x and not y for x, y in zip(r0["success"], r1["success"]))
     c = sum(y and not x for x, y in zip(r0["success"], r1["success"]))
@@ -247,6 +248,19 @@ def test_self_improve_expert_templates_narrow_the_expert_episodes_alone(tmp_path
     plain = _si_config()
     assert si.expert_config(plain) is plain and si.expert_config(cfg).data.templates == ("music.play",)
     assert tuple(cfg.data.templates) == ("music.play", "tasks.complete")  # the job's own config is untouched
+
+
+def test_synthesis_reach_by_template_counts_searched_tasks_and_their_successes():
+    synth = {"searched": ["music.play#400", "clock.alarm_toggle#401", "music.play#402"],
+             "episode_ids": ["music.play#402@beam"], "successes": 1}
+    assert si.synth_by_template(synth) == {"clock.alarm_toggle": [0, 1], "music.play": [1, 2]}
+    assert si.synth_by_template(None) == {} and si.synth_by_template({"searched": ["task-3"]}) == {}
+    row = {"SR": 0.5, "successes": 1, "episodes": 2, "ci95": [0.1, 0.9], "synth_successes": 1, "synth_searched": 3,
+           "synth_by_template": si.synth_by_template(synth)}
+    table = si.format_rounds({"0": row, "1": {**row, "synth_by_template": {}, "lost_vs_round0": 0,
+                                              "gained_vs_round0": 0, "mcnemar_p_vs_round0": 1.0}})
+    assert "| template | round 0 |" in table and "| clock.alarm_toggle | 0/1 |" in table
+    assert "| music.play | 1/2 |" in table
 
 
 def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch):
