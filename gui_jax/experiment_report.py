@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from gui_jax.eval.suite import counts_table, template_counts
 from gui_jax.experiment_spec import init_entries
 
 
@@ -14,13 +15,7 @@ def by_template(pooled: dict) -> dict:
     ids = {t for outcomes in pooled.values() for _, t in outcomes}
     if not ids or not all("#" in str(t) for t in ids):
         return {}
-    out = {}
-    for arm, outcomes in pooled.items():
-        for (_, t), v in outcomes.items():
-            cell = out.setdefault(str(t).split("#")[0], {}).setdefault(arm, [0, 0])
-            cell[0] += int(v)
-            cell[1] += 1
-    return dict(sorted(out.items()))
+    return template_counts({arm: ([t for _, t in o], list(o.values())) for arm, o in pooled.items() if o})
 
 
 def _ci(r) -> str:
@@ -86,10 +81,7 @@ def markdown(report: dict) -> str:
     table = report.get("by_template") or {}
     cols = [a for a in report["arms"] if any(a in row for row in table.values())]
     if cols:
-        lines += ["", "Successes / tasks by template, pooled over seeds:", "",
-                  "| template | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-        lines += [f"| {t} | " + " | ".join("{}/{}".format(*row[a]) if a in row else "" for a in cols) + " |"
-                  for t, row in table.items()]
+        lines += ["", "Successes / tasks by template, pooled over seeds:", "", counts_table(table, cols)]
     if report.get("plot"):
         lines += ["", f"![SR per arm]({os.path.basename(report['plot'])})"]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,7 @@ and the results table with 95 % Wilson intervals and paired stage-vs-stage tests
 from __future__ import annotations
 
 import time
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -125,20 +125,29 @@ def format_table(results: dict, columns=("SOP_PG", "SOP_TSR", "SOP_Score", "TM",
     return "\n".join(lines)
 
 
+def template_counts(columns: Mapping[str, tuple[Sequence, Sequence]]) -> dict[str, dict[str, list[int]]]:
+    """{template: {column: [successes, tasks]}}, templates sorted, from {column: (task ids, 0/1 outcomes)}; a task's
+    template is the part of its id before '#'."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for col, (ids, outcomes) in columns.items():
+        for tid, ok in zip(ids, outcomes):
+            kn = counts.setdefault(str(tid).split("#")[0], {}).setdefault(col, [0, 0])
+            kn[0] += int(ok)
+            kn[1] += 1
+    return dict(sorted(counts.items()))
+
+
+def counts_table(counts: Mapping[str, Mapping[str, Sequence[int]]], columns: Sequence[str]) -> str:
+    """Markdown table of `template_counts`-shaped counts, one `k/n` column per name in `columns` ('' where absent)."""
+    lines = ["| template | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    lines += [f"| {tpl} | " + " | ".join("{}/{}".format(*row[c]) if c in row else "" for c in columns) + " |"
+              for tpl, row in counts.items()]
+    return "\n".join(lines)
+
+
 def template_table(results: dict) -> str:
     """Markdown table of greedy online successes per task template (the part of `task_id` before '#'), one
     column per stage: `k/n`. Shows where a stage's SR comes from; '' when no stage has per-task outcomes."""
-    stages = [(s, r) for s, r in results.items() if isinstance(r, Mapping) and "online_success" in r]
-    if not stages:
-        return ""
-    counts: dict[str, dict[str, list[int]]] = {}
-    for stage, r in stages:
-        for tid, ok in zip(r["online_task_ids"], r["online_success"]):
-            kn = counts.setdefault(str(tid).split("#")[0], {}).setdefault(stage, [0, 0])
-            kn[0] += int(ok)
-            kn[1] += 1
-    lines = ["| template | " + " | ".join(s for s, _ in stages) + " |", "|---|" + "---|" * len(stages)]
-    for tpl in sorted(counts):
-        lines.append(f"| {tpl} | " + " | ".join("{}/{}".format(*counts[tpl][s]) if s in counts[tpl] else ""
-                                                for s, _ in stages) + " |")
-    return "\n".join(lines)
+    stages = {s: (r["online_task_ids"], r["online_success"]) for s, r in results.items()
+              if isinstance(r, Mapping) and "online_success" in r}
+    return counts_table(template_counts(stages), list(stages)) if stages else ""

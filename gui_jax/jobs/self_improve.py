@@ -39,6 +39,7 @@ from gui_jax.config_check import ConfigError, checkpoint_steps
 from gui_jax.core.labels import label_to_element
 from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
+from gui_jax.eval.suite import counts_table, template_counts
 from gui_jax.jobs import common
 from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, episode_env_factory,
                                        held_out_tasks, load_policy, load_reward_model, policy_proposer,
@@ -260,12 +261,9 @@ def synth_by_template(synth: dict | None) -> dict:
     searched = (synth or {}).get("searched", [])
     if not searched or not all("#" in t for t in searched):
         return {}
-    out = {t.split("#")[0]: [0, 0] for t in sorted(searched)}
-    for t in searched:
-        out[t.split("#")[0]][1] += 1
-    for e in synth.get("episode_ids", []):
-        out[e.split("#")[0]][0] += 1
-    return out
+    found = {e.split("@")[0] for e in synth.get("episode_ids", [])}  # '<task id>@beam'
+    counts = template_counts({"searched": (searched, [t in found for t in searched])})
+    return {t: row["searched"] for t, row in counts.items()}
 
 
 def round_row(ev: dict, base: dict, synth: dict | None, rm_metrics: dict | None = None,
@@ -308,11 +306,10 @@ def format_rounds(rows: dict) -> str:
     reach = {r: x["synth_by_template"] for r, x in sorted(rows.items(), key=lambda kv: int(kv[0]))
              if x.get("synth_by_template")}
     if reach:  # which templates the search reached, round by round
-        names = sorted({t for v in reach.values() for t in v})
+        counts = {t: {f"round {r}": v[t] for r, v in reach.items() if t in v}
+                  for t in sorted({t for v in reach.values() for t in v})}
         lines += ["", "synthesised successes / tasks searched by template:", "",
-                  "| template | " + " | ".join(f"round {r}" for r in reach) + " |", "|---|" + "---|" * len(reach)]
-        lines += [f"| {t} | " + " | ".join("{}/{}".format(*v[t]) if t in v else "" for v in reach.values()) + " |"
-                  for t in names]
+                  counts_table(counts, [f"round {r}" for r in reach])]
     return "\n".join(lines)
 
 
@@ -418,7 +415,7 @@ def run(config, workdir: str) -> None:
                        and _sft_done(os.path.join(rdir[r], "sft"), si.sft.num_steps)))
     start = next((r for r in range(R + 1) if not complete(r)), None)
     t0 = time.time()
-    extra = {"profile": {}, "expert_templates": list(expert_config(config).data.templates),
+    extra = {"profile": {}, "expert_templates": list(si.get("expert_templates") or config.data.templates),
              **common.checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
                                           reward_model=si.get("rm_checkpoint_dir", ""))}
     if start is not None:
