@@ -59,6 +59,9 @@ def get_config():
     # A rollout call is 8 tasks x 4 rollouts = 32 rows: buckets 1, 4, 16, 32 fit it, where 64 padded it to 64
     # rows (1.8x slower: experiments/results/sampler_copies_benchmark.json)
     c.model.sample_batch_size = 32
+    # A rollout call prefills its 8 distinct prompts (4 rollouts share each screen): powers of 4 padded them to
+    # 16 rows
+    c.model.sample_batch_buckets = "powers_of_2"
     # prefill peak ~0.6 GB over the model instead of ~1.9 at 64 x 768 tokens; 64, not 128, so a ~165-token prompt
     # fills a 192 bucket (3 chunks) instead of 256: a rollout call 1.3x faster (benchmarks/sampler_copies.py)
     c.model.prefill_chunk = 64
@@ -81,14 +84,16 @@ def get_config():
     # init.checkpoint_dir: another run's stage checkpoints (e.g. runs/quickstart/sft/checkpoints) replace the SFT
     c.init = init_block()
     c.sft = sft_block()
-    # 400 steps. Packed (16 steps into ~9 rows of 512 tokens, in micro-batches of 6 rows) they take
-    # 1.12 s each instead of 1.45 s padded, with the same losses. Fewer steps learned less: a 260-step
-    # length-grouped variant lost its RL gain (experiments/results/quickstart_15min_variant.md)
+    # 400 steps, packed (16 steps into ~8-9 rows) with the same losses as padded rows. Fewer steps learned less:
+    # 250 lost 0.105 of online SR from the base (experiments/results/quickstart_from_base.md)
     c.sft.num_steps = 400
     c.sft.batch_size = 16
     c.sft.packing = True
     c.sft.row_length = 512
     c.sft.micro_batch_size = 6              # rows per micro-batch
+    # 9 rows: 5 + 4, not 6 + 6 with 3 padded; the 5 % of steps over 512 tokens in rows of 768 apart, instead of
+    # padding five full rows to 768 (0.50 s an update against 0.66: benchmarks/sft_packing.py)
+    c.sft.micro_rows = "even"
     c.sft.learning_rate = 6e-4              # from the base; 2e-3 suits random weights
     c.sft.schedule = "cosine"
     c.sft.warmup_steps = 20
@@ -145,5 +150,8 @@ def get_config():
         "online_trials": 1,
         "online_temperature": 1.0,
         "max_steps": 6,
+        # its calls are length-sorted and mostly full: padding the rest to 32 rows compiles one program per
+        # prompt length, not one per length and batch bucket
+        "sample_batch_buckets": "full",
     })
     return c

@@ -29,8 +29,8 @@ from gui_jax.train.online.config import ENV, ONLINE, env_problem
 # The name lists the checks use, re-exported under the names this module always had (one definition each).
 from gui_jax.core.dialects import DIALECTS  # noqa: F401
 from gui_jax.rewards.names import REWARD_PRESETS  # noqa: F401
-from gui_jax.rl.names import (AGGREGATIONS, KL_KINDS, PATCH_STRATEGIES, SEED_THOUGHTS, TARGETS, TOKENIZERS,  # noqa: F401
-                              OBSERVATION_MODES as OBSERVATIONS)
+from gui_jax.rl.names import (AGGREGATIONS, BATCH_BUCKETINGS, KL_KINDS, PATCH_STRATEGIES,  # noqa: F401
+                              SEED_THOUGHTS, TARGETS, TOKENIZERS, OBSERVATION_MODES as OBSERVATIONS)
 from gui_jax.train.config_blocks import DTYPES, PRESETS, SCHEDULES  # noqa: F401
 
 SPLITS = ("instance", "template", "app")                           # gui_jax.tasks.splits.make_split
@@ -151,6 +151,9 @@ EVAL = {
     "online_trials": integer("online trials per task (> 1 adds pass@k)", 1),
     "online_temperature": number("temperature of the sampled online trials", 0.0),
     "max_steps": integer("online episode step limit", 1),
+    "sample_batch_buckets": choice("sampler batch padding while evaluating ('' = model.sample_batch_buckets; full: "
+                                   "one compiled program per prompt length for its length-sorted, mostly full "
+                                   "calls)", ("",) + BATCH_BUCKETINGS),
     "checkpoint_dir": checkpoint_rule("a stage's checkpoints folder to evaluate, e.g. runs/quickstart/rl/checkpoints"),
     "untrained": boolean("evaluate without trained weights (random init or model.checkpoint as is)"),
     "save_trajectories": integer(f"evaluated episodes saved under <workdir>/trajectories for python -m gui_jax.view "

@@ -31,7 +31,7 @@ def evaluate_sop(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig
 
 
 def evaluate_steps(policy: Policy, episodes: Sequence[Episode], pcfg: PromptConfig, *,
-                   reward_preset: str = "paper", seed: int = 0, batch_size: int = 64,
+                   reward_preset: str = "paper", seed: int = 0, batch_size: int = 256,
                    instruction: str = "goal") -> dict[str, float]:
     """Step metrics with the expert history: type match TM, grounding GR, step success SR.
 

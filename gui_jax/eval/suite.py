@@ -25,6 +25,15 @@ def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
     behind each rate (`SOP_episodes`, `step_count`) for the Wilson intervals.
     """
     ecfg = config.eval
+    bucketing = getattr(agent.policy, "batch_bucketing", None)
+    if bucketing is None or not ecfg.get("sample_batch_buckets", ""):
+        return _evaluate(agent, test_eps, test_tasks, pcfg, config)
+    with bucketing(ecfg.sample_batch_buckets):
+        return _evaluate(agent, test_eps, test_tasks, pcfg, config)
+
+
+def _evaluate(agent, test_eps, test_tasks, pcfg, config) -> dict:
+    ecfg = config.eval
     seed = int(config.get("seed", 0))
     policy = GreedyMemo(agent.policy)  # SOP, step metrics and the greedy trial share many prompts
     t0 = time.time()

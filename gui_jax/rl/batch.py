@@ -37,6 +37,7 @@ import numpy as np
 
 from gui_jax.models.qwen2_5_vl.rope_index import get_rope_index
 from gui_jax.models.sampler import PATCH_UNIT_BUCKETS_POW2, bucketed_vision_inputs, per_row_vision_inputs
+from gui_jax.rl.names import MICRO_ROWS
 
 DEFAULT_LENGTH_BUCKETS = (64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
                           12288, 16384)
@@ -280,19 +281,37 @@ def split_micro_batches(samples: Sequence[TrainSample], micro_batch_size: int,
     return [ordered[i:i + micro_batch_size] for i in range(0, len(ordered), micro_batch_size)]
 
 
+def split_packed_rows(fills: Sequence[int], micro_batch_size: int, row_length: int) -> list[list[int]]:
+    """Row indices per micro-batch for `micro_rows='even'`: rows over `row_length` (one step longer than a row)
+    apart, so that they do not pad a micro-batch of full rows to the next length bucket; each kind split into
+    the fewest micro-batches of at most `micro_batch_size` rows, of near-equal sizes (less padding than filling
+    micro-batches in turn and padding the last). fills: tokens per row, ascending."""
+    out = []
+    for part in ([i for i, f in enumerate(fills) if f <= row_length], [i for i, f in enumerate(fills) if f > row_length]):
+        if part:
+            m = -(-len(part) // micro_batch_size)
+            size = -(-len(part) // m)
+            out += [part[k:k + size] for k in range(0, len(part), size)]
+    return out
+
+
 def make_micro_batches(samples: Sequence[TrainSample], model_cfg, *, pad_id: int, micro_batch_size: int,
                        packing: bool = False, row_length: Optional[int] = None,
-                       length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS) -> list[dict]:
-    """The micro-batches of one logical batch, each with exactly `micro_batch_size` rows.
+                       length_buckets: Sequence[int] = DEFAULT_LENGTH_BUCKETS, micro_rows: str = "fixed") -> list[dict]:
+    """The micro-batches of one logical batch.
 
-    Unpacked: `micro_batch_size` samples per micro-batch (length-sorted). Packed: samples are packed
-    into rows of `row_length` tokens, then `micro_batch_size` rows per micro-batch, each padded to rows of
-    at least the row_length bucket (longer only where one step alone is longer) with at least
-    PACKED_MIN_RESPONSE response slots: each distinct shape is one more XLA program (~5-10 s to compile on
-    2 CPU cores), which costs more than padding the few partly filled micro-batches.
+    Unpacked: `micro_batch_size` samples per micro-batch (length-sorted). Packed: samples are packed into rows
+    of `row_length` tokens, each micro-batch padded to rows of at least the row_length bucket (longer only
+    where one step alone is longer) with at least PACKED_MIN_RESPONSE response slots. micro_rows='fixed':
+    `micro_batch_size` rows in turn, every micro-batch padded to that many rows: the fewest distinct shapes,
+    each one more XLA program (~2-10 s to compile on 2 CPU cores). micro_rows='even' (`split_packed_rows`):
+    near-equal micro-batches of at most that many rows and over-long rows apart: more shapes, fewer padded
+    tokens (the quickstart's SFT batches: 63 % real tokens in the slots computed fixed, 77 % even).
     """
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+    if micro_rows not in MICRO_ROWS:
+        raise ValueError(f"micro_rows must be one of {MICRO_ROWS}, got {micro_rows!r}")
     if not packing:
         return [build_batch(mb, model_cfg, pad_id=pad_id, rows=micro_batch_size, length_buckets=length_buckets)
                 for mb in split_micro_batches(samples, micro_batch_size)]
@@ -301,6 +320,10 @@ def make_micro_batches(samples: Sequence[TrainSample], model_cfg, *, pad_id: int
     row_length = bucket(row_length, length_buckets, "row_length")
     groups = [[samples[i] for i in g] for g in pack_rows(samples, row_length)]
     groups.sort(key=lambda g: sum(len(s) for s in g))  # similar fills share a micro-batch
+    if micro_rows == "even":
+        parts = split_packed_rows([sum(len(s) for s in g) for g in groups], micro_batch_size, row_length)
+        return [build_rows([groups[i] for i in part], model_cfg, pad_id=pad_id, length_buckets=length_buckets,
+                           min_length=row_length, min_response=PACKED_MIN_RESPONSE) for part in parts]
     return [build_rows(groups[i:i + micro_batch_size], model_cfg, pad_id=pad_id, rows=micro_batch_size,
                        length_buckets=length_buckets, min_length=row_length, min_response=PACKED_MIN_RESPONSE)
             for i in range(0, len(groups), micro_batch_size)]

@@ -6,6 +6,7 @@ runs them through the KV cache in fixed-size chunks; `cache_dtype='bfloat16'` ha
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional, Sequence
 
 import numpy as np
@@ -54,21 +55,23 @@ class ChatEncoder:
 
 
 def policy_batch_buckets(batch_size: int, bucketing: str = "powers_of_4") -> tuple[int, ...]:
-    """Sampler batch buckets for calls of at most `batch_size` prompts. powers_of_4: powers of 4 below it, then
-    batch_size; full: batch_size alone. Each (batch, prompt length) pair compiles a prefill and a decode program
+    """Sampler batch buckets for calls of at most `batch_size` prompts. powers_of_4 (powers_of_2): the powers of 4
+    (2) below it, then batch_size; full: batch_size alone. Each (batch, prompt length) pair compiles a prefill and a decode program
     (~1.5-2 s each for the tiny model on one CPU core); a rollout's or an evaluation's batch shrinks as episodes
     end, so powers of 2 compiled twice as many for at most 2x less padding, and `full` compiles one batch size
     for padding every call up to it. Measured (one core, beside another run; one or two runs each): `full`
     evaluates the quickstart's SFT faster (configs/evaluate.py 128 / 134 s -> 111 / 117 s: compile 55 -> 21 s
     outweighs the padding) but slows its RL stage (rollouts of 8 groups padded to 32 rows: 315 -> 394 s), so
-    training keeps powers_of_4."""
+    training keeps powers_of_4. powers_of_2 fits a GRPO call's distinct prompts (8 tasks x 4 rollouts prefill 8
+    prompts, which powers_of_4 pads to 16)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if bucketing not in BATCH_BUCKETINGS:
         raise ValueError(f"batch bucketing {bucketing!r}: expected one of {', '.join(BATCH_BUCKETINGS)}")
     if bucketing == "full":
         return (batch_size,)
-    return tuple(4 ** k for k in range(16) if 4 ** k < batch_size) + (batch_size,)
+    base = 2 if bucketing == "powers_of_2" else 4
+    return tuple(base ** k for k in range(32) if base ** k < batch_size) + (batch_size,)
 
 
 class JaxPolicy:
@@ -95,6 +98,20 @@ class JaxPolicy:
     def update_weights(self, model_or_state) -> None:
         self.sampler.update_weights(model_or_state)
 
+    @contextlib.contextmanager
+    def batch_bucketing(self, bucketing: str):
+        """Within the block, sampler calls pad their batch as `bucketing` (policy_batch_buckets; '' = unchanged):
+        an evaluation's length-sorted calls are mostly full, so `full` compiles one program per prompt length."""
+        if not bucketing:
+            yield
+            return
+        before = self.sampler.batch_buckets
+        self.sampler.batch_buckets = policy_batch_buckets(self.batch_size, bucketing)
+        try:
+            yield
+        finally:
+            self.sampler.batch_buckets = before
+
     def prompt_inputs(self, prompt: Prompt) -> dict:
         return self.encoder.prompt_inputs(prompt)
 
@@ -104,10 +121,17 @@ class JaxPolicy:
     def generate(self, prompts: Sequence[Prompt], *, temperature: float, seed: int,
                  max_new_tokens: Optional[int] = None) -> list[Generation]:
         """One response per prompt. Identical prompts of a call (a GRPO group's rollouts share their first
-        screen, and their later ones while they agree) are prefilled once; each still samples its own."""
+        screen, and their later ones while they agree) are prefilled once; each still samples its own.
+        A call of more than `batch_size` prompts is chunked in order of prompt length, so each chunk pads to
+        its own longest prompt (an evaluation's mixed templates padded to 47 % real tokens in call order)."""
+        encoded = [self.prompt_inputs(p) for p in prompts]
+        order = list(range(len(prompts)))
+        if len(prompts) > self.batch_size:
+            order.sort(key=lambda i: encoded[i]["input_ids"].size)
         out: list[Optional[Generation]] = [None] * len(prompts)
         for start in range(0, len(prompts), self.batch_size):
-            chunk = [self.prompt_inputs(p) for p in prompts[start:start + self.batch_size]]
+            where = order[start:start + self.batch_size]
+            chunk = [encoded[i] for i in where]
             same: dict = {}
             for i, c in enumerate(chunk):
                 pixels = c["pixel_values"].tobytes() if c["image_grid_thw"].size else b""
@@ -127,7 +151,7 @@ class JaxPolicy:
                 c = chunk[i]
                 toks, lps = res.row(row)
                 body = toks[:-1] if toks and toks[-1] in self.sampler.eos_ids else toks
-                out[start + i] = Generation(text=self.tokenizer.decode(body, skip_special_tokens=False),
+                out[where[i]] = Generation(text=self.tokenizer.decode(body, skip_special_tokens=False),
                                             prompt_ids=c["input_ids"], response_ids=np.asarray(toks, np.int32),
                                             logprobs=np.asarray(lps, np.float32),
                                             pixel_values=c["pixel_values"] if c["image_grid_thw"].size else None,

@@ -11,4 +11,5 @@ KL_KINDS = ("kl", "mse", "low_var_kl")                               # rl/losses
 TINY_TOKENIZERS = ("tiny", "tiny_phonesim", "tiny_phonesim_num")     # rl/agent.py TINY_VOCABULARIES
 TOKENIZERS = ("auto",) + TINY_TOKENIZERS + ("qwen25",)               # rl/agent.py load_tokenizer (or a path)
 SEED_THOUGHTS = ("", "describe")   # train/reasoning_sft.py: round 0 samples the policy | PhoneSim describes the steps
-BATCH_BUCKETINGS = ("powers_of_4", "full")                          # rl/jax_policy.py policy_batch_buckets
+BATCH_BUCKETINGS = ("powers_of_4", "powers_of_2", "full")           # rl/jax_policy.py policy_batch_buckets
+MICRO_ROWS = ("fixed", "even")                                      # rl/batch.py make_micro_batches

@@ -16,7 +16,7 @@ from gui_jax.core.config_schema import Field as F
 from gui_jax.core.config_schema import boolean, checkpoint_dir_problem, choice, integer, number, text, unknown
 from gui_jax.core.dialects import DIALECTS
 from gui_jax.models.builtin import is_builtin, resolve_checkpoint
-from gui_jax.rl.names import (AGGREGATIONS, BATCH_BUCKETINGS, HISTORY_MODES, KL_KINDS, OBSERVATION_MODES,
+from gui_jax.rl.names import (AGGREGATIONS, BATCH_BUCKETINGS, MICRO_ROWS, HISTORY_MODES, KL_KINDS, OBSERVATION_MODES,
                               PATCH_STRATEGIES, TARGETS, TOKENIZERS)
 from gui_jax.rewards.names import OFFLINE_REWARDS, REWARD_PRESETS, RM_SCORERS, TEXT_MATCH_RULES
 
@@ -99,8 +99,9 @@ MODEL = Block("model", [
     F("max_prompt_tokens", 8192, "longest prompt the sampler accepts (tokens; UI-S1: 12288)", integer(1)),
     F("sample_batch_size", 32, "prompts per sampler call", integer(1)),
     F("sample_batch_buckets", "powers_of_4", "batch sizes a sampler call is padded up to: powers_of_4 (1, 4, 16, "
-      "... below sample_batch_size, then it: least padding) | full (always sample_batch_size: one compiled "
-      "program per prompt length, not one per batch bucket and length)", choice(BATCH_BUCKETINGS)),
+      "... below sample_batch_size, then it) | powers_of_2 (1, 2, 4, 8, ...: least padding, most compiled "
+      "programs) | full (always sample_batch_size: one compiled program per prompt length, not one per batch "
+      "bucket and length)", choice(BATCH_BUCKETINGS)),
     F("prefill_chunk", 0, "> 0: prompts run through the KV cache in chunks of this many tokens", integer(0)),
     F("kv_cache_dtype", "", "sampler KV cache dtype ('' = compute dtype; 'bfloat16' halves it)",
       choice(("",) + DTYPES)),
@@ -138,6 +139,9 @@ PROMPT = Block("prompt", [
 _PACKING = [
     F("packing", False, "several trained steps per row (segment ids); needs row_length", boolean()),
     F("row_length", 0, "tokens per packed row (rounded up to a length bucket)", integer(0)),
+    F("micro_rows", "fixed", "packed rows per micro-batch: fixed (micro_batch_size, the last padded: fewest "
+      "compiled shapes) | even (near-equal micro-batches of at most micro_batch_size rows, rows longer than "
+      "row_length apart: fewer padded tokens, a few more shapes)", choice(MICRO_ROWS)),
 ]
 
 SFT = Block("sft", [

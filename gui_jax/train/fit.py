@@ -86,7 +86,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         seed: int = 0, checkpoint_every: int = 50, stop_after_steps: Optional[int] = None,
         on_step: Optional[Callable[[int, dict], None]] = None,
         length_buckets: Optional[Sequence[int]] = None, packing: bool = False,
-        row_length: Optional[int] = None, checkpoint_seconds: float = 0.0,
+        row_length: Optional[int] = None, micro_rows: str = "fixed", checkpoint_seconds: float = 0.0,
         after_step: Optional[Callable[[TrainState, dict], None]] = None, first_step: int = 0,
         end_after_seconds: float = 0.0, checkpoints_kept: int = 3, timing_every: int = 100) -> TrainState:
     """Runs (or resumes) `num_steps` updates of agent.params; returns the final state.
@@ -139,7 +139,7 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
         timing.data_done()
         micro = make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,
                                    micro_batch_size=micro_batch_size, packing=packing, row_length=row_length,
-                                   length_buckets=buckets)
+                                   length_buckets=buckets, micro_rows=micro_rows)
         timing.batching_done(micro)
         state, metrics = updater.step(state, micro)
         timing.update_done(state.step)

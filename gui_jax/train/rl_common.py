@@ -110,10 +110,11 @@ def samples_from_generations(gens: Sequence[Generation], advantages: Sequence[fl
 
 def micro_batches(agent, samples: Sequence[TrainSample], cfg, ref: Optional[RefLogprobs]) -> list[dict]:
     out = []
-    # packing: several steps per row of cfg.row_length tokens (gui_jax/rl/batch.py); rows per micro-batch fixed.
+    # packing: several steps per row of cfg.row_length tokens (gui_jax/rl/batch.py), rows per micro-batch as
+    # cfg.micro_rows.
     for b in make_micro_batches(samples, agent.model_config, pad_id=agent.tokenizer.pad_id,
                                 micro_batch_size=cfg.micro_batch_size, packing=bool(cfg.get("packing", False)),
-                                row_length=cfg.get("row_length") or None):
+                                row_length=cfg.get("row_length") or None, micro_rows=cfg.get("micro_rows", "fixed")):
         if ref is not None and cfg.kl_coef > 0:
             b["ref_logp"] = ref(b) * (b["loss_mask"] > 0)  # the mask carries sample weights
         out.append(b)

@@ -239,6 +239,7 @@ def train_sft(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cfg, *, wo
                 prefix=prefix, micro_batch_size=cfg.micro_batch_size, seed=cfg.seed,
                 checkpoint_every=cfg.checkpoint_every, stop_after_steps=cfg.get("stop_after_steps"),
                 checkpoints_kept=int(cfg.get("checkpoints_kept", 3)),
-                packing=bool(cfg.get("packing", False)), row_length=cfg.get("row_length") or None)
+                packing=bool(cfg.get("packing", False)), row_length=cfg.get("row_length") or None,
+                micro_rows=cfg.get("micro_rows", "fixed"))
     agent.set_params(state.params)
     return {"steps": state.step, "examples": len(source), **({"copy_warmup": warm} if warm else {})}

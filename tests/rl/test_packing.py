@@ -9,7 +9,7 @@ from flax import nnx
 from gui_jax.models.qwen2_5_vl.config import preset
 from gui_jax.models.qwen2_5_vl.model import Qwen25VLForConditionalGeneration
 from gui_jax.rl.batch import (DEFAULT_LENGTH_BUCKETS, PACKED_MIN_RESPONSE, TrainSample, build_batch,
-                              make_micro_batches, model_forward_logprobs, pack_rows)
+                              make_micro_batches, model_forward_logprobs, pack_rows, split_packed_rows)
 from gui_jax.rl.losses import combine_loss
 
 jax.config.update("jax_default_matmul_precision", "highest")
@@ -144,3 +144,41 @@ def test_micro_batches_have_fixed_rows_and_bucketed_shapes():
     assert sum(int((mb["segment_ids"] > 0).any(1).sum()) for mb in micro) < len(samples)  # rows shared
     with pytest.raises(ValueError, match="row_length"):
         make_micro_batches(samples, cfg, pad_id=PAD, micro_batch_size=2, packing=True)
+
+
+def test_even_split_balances_rows_and_keeps_over_long_rows_apart():
+    # 9 rows that fit 512 -> 5 + 4 (not 6 + 3 padded to 6); the 600-token row in a micro-batch of its own
+    fills = [100, 200, 300, 400, 450, 480, 500, 500, 510, 600]
+    assert split_packed_rows(fills, 6, 512) == [[0, 1, 2, 3, 4], [5, 6, 7, 8], [9]]
+    assert split_packed_rows([500] * 12, 6, 512) == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
+    assert split_packed_rows([500] * 13, 6, 512) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12]]
+    assert split_packed_rows([500] * 4, 6, 512) == [[0, 1, 2, 3]]
+    assert split_packed_rows([600, 700], 6, 512) == [[0, 1]]
+
+
+def test_even_micro_batches_carry_every_step_once_in_fewer_slots():
+    """micro_rows='even': the same steps (every response token once, the same ids) in at most micro_batch_size
+    rows each, and no more token slots than 'fixed'; an unknown mode is refused by name."""
+    cfg = _cfg()
+    samples = _samples(cfg) * 3
+    kw = dict(pad_id=PAD, micro_batch_size=4, packing=True, row_length=64)
+    fixed = make_micro_batches(samples, cfg, micro_rows="fixed", **kw)
+    even = make_micro_batches(samples, cfg, micro_rows="even", **kw)
+    assert all(mb["input_ids"].shape[0] <= 4 for mb in even)
+    assert sum(mb["input_ids"].size for mb in even) <= sum(mb["input_ids"].size for mb in fixed)
+
+    def steps(micro):  # the (response tokens, prompt ids) of every trained segment (filler rows train none)
+        out = []
+        for mb in micro:
+            for r in range(mb["input_ids"].shape[0]):
+                for k in range(1, int(mb["segment_ids"][r].max()) + 1):
+                    seg = mb["segment_ids"][r] == k
+                    if (mb["loss_mask"][r][seg] > 0).any():
+                        out.append((tuple(mb["input_ids"][r][seg & (mb["loss_mask"][r] > 0)]),
+                                    tuple(mb["input_ids"][r][seg & (mb["loss_mask"][r] == 0)])))
+        return sorted(out)
+    assert steps(even) == steps(fixed)
+    assert len(steps(even)) == len(samples)
+    with pytest.raises(ValueError, match="micro_rows"):
+        make_micro_batches(samples, cfg, micro_rows="half", **kw)
+

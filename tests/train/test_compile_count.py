@@ -117,13 +117,41 @@ def test_training_compiles_one_program_per_bucket(setup):
     assert sum(v for k, v in compiles.items() if "apply" in k) == 1
 
 
-def test_policy_batch_buckets_are_powers_of_four_then_the_chunk_size():
+def test_policy_batch_buckets_are_powers_then_the_chunk_size():
     from gui_jax.rl.jax_policy import policy_batch_buckets
     assert policy_batch_buckets(64) == (1, 4, 16, 64)
     assert policy_batch_buckets(32) == (1, 4, 16, 32)
     assert policy_batch_buckets(1) == (1,)
     assert policy_batch_buckets(32, "full") == (32,)
+    assert policy_batch_buckets(32, "powers_of_2") == (1, 2, 4, 8, 16, 32)
+    assert policy_batch_buckets(24, "powers_of_2") == (1, 2, 4, 8, 16, 24)
     with pytest.raises(ValueError, match="batch bucketing 'half'"):
         policy_batch_buckets(32, "half")
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         policy_batch_buckets(0)
+
+
+def test_a_long_call_runs_in_prompt_length_order_and_answers_in_call_order(setup, monkeypatch):
+    """More prompts than sample_batch_size: chunks hold prompts of similar length (each pads to its own longest),
+    and every generation comes back at its prompt's place; `batch_bucketing` pads calls as asked, then restores."""
+    agent, prompt = setup
+    prompts = [prompt(e, t) for e, t in ((0, 2), (1, 0), (0, 0), (1, 2), (0, 1), (1, 1))]
+    lengths = [agent.policy.prompt_inputs(p)["input_ids"].size for p in prompts]
+    chunks = []
+    real_generate = agent.policy.sampler.generate
+
+    def recording(ids, **kw):
+        chunks.append(sorted(len(i) for i in ids))
+        return real_generate(ids, **kw)
+    monkeypatch.setattr(agent.policy.sampler, "generate", recording)
+    out = agent.policy.generate(prompts, temperature=0.0, seed=0)
+    assert [g.prompt_ids.size for g in out] == lengths
+    for g, p in zip(out, prompts):
+        np.testing.assert_array_equal(g.prompt_ids, agent.policy.prompt_inputs(p)["input_ids"])
+    assert [len(c) for c in chunks] == [4, 2] and sum(chunks, []) == sorted(lengths)
+    assert agent.policy.sampler.batch_buckets == (1, 4)
+    with agent.policy.batch_bucketing("full"):
+        assert agent.policy.sampler.batch_buckets == (4,)
+    with agent.policy.batch_bucketing(""):
+        assert agent.policy.sampler.batch_buckets == (1, 4)
+    assert agent.policy.sampler.batch_buckets == (1, 4)
