@@ -4,11 +4,11 @@ rows (`sft.micro_rows=fixed`, the earlier default) and near-equal ones with the 
     python -m benchmarks.sft_packing [--json out.json] [--batches 40] [--rounds 2]
 
 The same `--batches` logical batches of 16 expert steps (configs/quickstart.py, builtin:tiny-base) are packed
-each way; every variant first runs once over them (`first_pass_s`: its compilations included, the first variant's
-also the optimizer step's; `shapes`: distinct micro-batch shapes, one XLA program each), then `--rounds` timed passes, alternating variants. Reported
-per variant: seconds an update (median of rounds), token slots computed and the share of them that are real
-tokens. The load average before and after and the CPU's float32 FMA peak are written beside the ratios: run it
-alone.
+each way; every variant first runs once over them (`first_pass_s`: its compilations included, the first
+variant's also the optimizer step's; `shapes`: distinct micro-batch shapes, one XLA program each), then
+`--rounds` timed passes, alternating variants. Reported per variant: seconds an update (median of rounds), token
+slots computed and the share of them that are real tokens. The load average before and after and the CPU's
+float32 FMA peak are written beside the ratios: run it alone.
 """
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def get_config():
     # init.checkpoint_dir: another run's stage checkpoints (e.g. runs/quickstart/sft/checkpoints) replace the SFT
     c.init = init_block()
     c.sft = sft_block()
-    # 400 steps, packed (16 steps into ~8-9 rows) with the same losses as padded rows. Fewer steps learned less:
+    # 400 steps, packed (16 steps into 9-13 rows of 512) with the losses of padded rows. Fewer steps learned less:
     # 250 lost 0.105 of online SR from the base (experiments/results/quickstart_from_base.md)
     c.sft.num_steps = 400
     c.sft.batch_size = 16
@@ -92,7 +92,7 @@ def get_config():
     c.sft.row_length = 512
     c.sft.micro_batch_size = 6              # rows per micro-batch
     # 9 rows: 5 + 4, not 6 + 6 with 3 padded; the 5 % of steps over 512 tokens in rows of 768 apart, instead of
-    # padding five full rows to 768 (0.50 s an update against 0.66: benchmarks/sft_packing.py)
+    # padding five full rows to 768 (0.50 s an update against 0.68: benchmarks/sft_packing.py)
     c.sft.micro_rows = "even"
     c.sft.learning_rate = 6e-4              # from the base; 2e-3 suits random weights
     c.sft.schedule = "cosine"
@@ -136,7 +136,7 @@ def get_config():
         "init_checkpoint": "",   # the reasoning_sft job's start (the quickstart's stage starts from its SFT)
         "sft": sft_block(),
     })
-    for k in ("batch_size", "packing", "row_length", "micro_batch_size", "schedule"):
+    for k in ("batch_size", "packing", "row_length", "micro_batch_size", "micro_rows", "schedule"):
         c.reasoning.sft[k] = c.sft[k]
     c.reasoning.sft.num_steps = 150
     c.reasoning.sft.learning_rate = 3e-4

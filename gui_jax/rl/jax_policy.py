@@ -56,14 +56,14 @@ class ChatEncoder:
 
 def policy_batch_buckets(batch_size: int, bucketing: str = "powers_of_4") -> tuple[int, ...]:
     """Sampler batch buckets for calls of at most `batch_size` prompts. powers_of_4 (powers_of_2): the powers of 4
-    (2) below it, then batch_size; full: batch_size alone. Each (batch, prompt length) pair compiles a prefill and a decode program
-    (~1.5-2 s each for the tiny model on one CPU core); a rollout's or an evaluation's batch shrinks as episodes
-    end, so powers of 2 compiled twice as many for at most 2x less padding, and `full` compiles one batch size
-    for padding every call up to it. Measured (one core, beside another run; one or two runs each): `full`
-    evaluates the quickstart's SFT faster (configs/evaluate.py 128 / 134 s -> 111 / 117 s: compile 55 -> 21 s
-    outweighs the padding) but slows its RL stage (rollouts of 8 groups padded to 32 rows: 315 -> 394 s), so
-    training keeps powers_of_4. powers_of_2 fits a GRPO call's distinct prompts (8 tasks x 4 rollouts prefill 8
-    prompts, which powers_of_4 pads to 16)."""
+    (2) below it, then batch_size; full: batch_size alone. Each (batch, prompt length) pair compiles a prefill and
+    a decode program (~1.5-2 s each for the tiny model on one CPU core); a rollout's or an evaluation's batch
+    shrinks as episodes end, so powers of 2 compile up to twice as many for at most 2x less padding, and `full`
+    one batch size for padding every call up to it. Measured (one core, beside another run; one or two runs
+    each): `full` evaluates the quickstart's SFT faster (configs/evaluate.py 128 / 134 s -> 111 / 117 s: compile
+    55 -> 21 s outweighs the padding) but slows its RL stage (rollouts of 8 groups padded to 32 rows: 315 -> 394
+    s). powers_of_2 fits a GRPO call's distinct prompts (8 tasks x 4 rollouts prefill 8 prompts, which powers_of_4
+    pads to 16): the quickstart's rollouts use it, its evaluation `full` (eval.sample_batch_buckets)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if bucketing not in BATCH_BUCKETINGS:
