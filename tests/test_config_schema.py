@@ -149,7 +149,8 @@ def test_block_defaults_are_the_ones_the_builders_had():
     assert rl.revisit_uniform == 1.0 and rl.drop_cancelled is False  # selective rollouts off; cancelled steps kept
     assert rl.template_sampling == "uniform" and rl.template_sampling_floor == 0.2  # the plain shuffled draw
     assert rl.offline_reward == "rule" and rl.rm_checkpoint_dir == "" and rl.rm_scorer == "policy_likelihood"
-    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [15, 18, 22, 47, 11]
+    assert sft.micro_rows == rl.micro_rows == "fixed" and model.sample_batch_buckets == "powers_of_4"
+    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [15, 18, 23, 48, 11]
     # None-able fields are typed FieldReferences: None and back, and no other type
     rl.dual_clip = None
     rl.dual_clip = 2.0
