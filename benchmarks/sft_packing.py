@@ -27,24 +27,29 @@ from benchmarks.timing import report
 VARIANTS = {"512_fixed": (512, "fixed"), "512_even": (512, "even")}
 
 
-def packed_variants(n_batches: int):
-    """(agent, real tokens, {variant: [micro-batches of each batch]}) for `n_batches` quickstart SFT batches."""
+def quickstart_sft_batches(n_batches: int, prefix: str = "sft_packing_"):
+    """(agent, config, [n_batches lists of 16 TrainSamples]): the quickstart's SFT batches (builtin:tiny-base),
+    drawn with a fixed seed from its train episodes."""
     from gui_jax.jobs import load_config
     from gui_jax.jobs.common import prepare
     from gui_jax.rl.agent import Agent
-    from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, make_micro_batches
     from gui_jax.rl.prompting import PromptConfig
     from gui_jax.train.sft import SFTSource
     config = load_config("configs/quickstart.py")
-    s = config.sft
-    episodes = prepare(config, os.path.join(tempfile.mkdtemp(prefix="sft_packing_"), "episodes"), sides=("train",))[2]
+    episodes = prepare(config, os.path.join(tempfile.mkdtemp(prefix=prefix), "episodes"), sides=("train",))[2]
     agent = Agent(config, seed=0)
     source = SFTSource(agent, episodes, PromptConfig(**config.prompt.to_dict()), None, False)
     rng = np.random.default_rng(0)
-    batches = [[source[int(i)] for i in rng.choice(len(source), s.batch_size, replace=False)]
-               for _ in range(n_batches)]
+    return agent, config, [[source[int(i)] for i in rng.choice(len(source), config.sft.batch_size, replace=False)]
+                           for _ in range(n_batches)]
+
+
+def packed_variants(n_batches: int):
+    """(agent, real tokens, {variant: [micro-batches of each batch]}) for `n_batches` quickstart SFT batches."""
+    from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, make_micro_batches
+    agent, config, batches = quickstart_sft_batches(n_batches)
     micro = {name: [make_micro_batches(b, agent.model_config, pad_id=agent.tokenizer.pad_id,
-                                       micro_batch_size=s.micro_batch_size, packing=True, row_length=row,
+                                       micro_batch_size=config.sft.micro_batch_size, packing=True, row_length=row,
                                        length_buckets=DEFAULT_LENGTH_BUCKETS, micro_rows=rows) for b in batches]
              for name, (row, rows) in VARIANTS.items()}
     return agent, sum(len(x) for b in batches for x in b), micro

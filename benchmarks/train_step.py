@@ -18,9 +18,6 @@ import argparse
 import os
 import platform
 import statistics
-import tempfile
-
-import numpy as np
 
 from benchmarks.pretrain import cpu_fma_peak
 from benchmarks.timing import report, time_calls
@@ -38,24 +35,16 @@ def sft_update_seconds(repeats: int, steps: int = 4) -> float:
     """Median seconds of one quickstart SFT update, over `steps` fixed batches per timed pass."""
     import jax
 
-    from gui_jax.jobs import load_config
-    from gui_jax.jobs.common import prepare
-    from gui_jax.rl.agent import Agent
+    from benchmarks.sft_packing import quickstart_sft_batches
     from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, make_micro_batches
-    from gui_jax.rl.prompting import PromptConfig
-    from gui_jax.train.sft import SFTSource, sft_loss_fn
+    from gui_jax.train.sft import sft_loss_fn
     from gui_jax.train.state import Updater, init_train_state, make_optimizer
-    config = load_config("configs/quickstart.py")
+    agent, config, batches = quickstart_sft_batches(steps, prefix="train_step_bench_")
     s = config.sft
-    episodes = prepare(config, os.path.join(tempfile.mkdtemp(prefix="train_step_bench_"), "episodes"),
-                       sides=("train",))[2]
-    agent = Agent(config, seed=0)
-    source = SFTSource(agent, episodes, PromptConfig(**config.prompt.to_dict()), None, False)
-    rng = np.random.default_rng(0)
-    micro = [make_micro_batches([source[int(i)] for i in rng.choice(len(source), s.batch_size, replace=False)],
-                                agent.model_config, pad_id=agent.tokenizer.pad_id, micro_batch_size=s.micro_batch_size,
-                                packing=s.packing, row_length=s.row_length, length_buckets=DEFAULT_LENGTH_BUCKETS)
-             for _ in range(steps)]
+    micro = [make_micro_batches(b, agent.model_config, pad_id=agent.tokenizer.pad_id,
+                                micro_batch_size=s.micro_batch_size, packing=s.packing, row_length=s.row_length,
+                                length_buckets=DEFAULT_LENGTH_BUCKETS)
+             for b in batches]
     updater = Updater(sft_loss_fn(agent.graphdef, agent.rest), make_optimizer(1e-12),
                       compute_dtype=getattr(agent, "compute_dtype", None))
     state = init_train_state(agent.copy_params(), updater.optimizer, 0)

@@ -2,6 +2,7 @@
 and the results table with 95 % Wilson intervals and paired stage-vs-stage tests."""
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Mapping, Optional, Sequence
 
@@ -25,10 +26,8 @@ def evaluate_agent(agent, test_eps, test_tasks, pcfg, config) -> dict:
     behind each rate (`SOP_episodes`, `step_count`) for the Wilson intervals.
     """
     ecfg = config.eval
-    bucketing = getattr(agent.policy, "batch_bucketing", None)
-    if bucketing is None or not ecfg.get("sample_batch_buckets", ""):
-        return _evaluate(agent, test_eps, test_tasks, pcfg, config)
-    with bucketing(ecfg.sample_batch_buckets):
+    bucketing = getattr(agent.policy, "batch_bucketing", None)  # JaxPolicy: eval.sample_batch_buckets ('' = as is)
+    with bucketing(ecfg.get("sample_batch_buckets", "")) if bucketing else contextlib.nullcontext():
         return _evaluate(agent, test_eps, test_tasks, pcfg, config)
 
 
