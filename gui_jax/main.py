@@ -28,6 +28,7 @@ from gui_jax import config_check
 from gui_jax.config_check import (ConfigError, RunError, check_config, format_config, format_fields, rules_for,
                                   suggest)
 from gui_jax.core.recipe_files import load_python_file
+from gui_jax.host_malloc import configure_host_malloc
 from gui_jax.jobs import JOBS
 
 config_check.JOB_NAMES[:] = sorted(JOBS)  # what `job` may name (config_check sits below the registry)
@@ -280,7 +281,7 @@ def default_compilation_cache() -> str | None:
 
 def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> None:
     """Checks the workdir against the config (snapshot; stale outputs), turns on the compilation cache
-    (`default_compilation_cache`), then runs the job."""
+    (`default_compilation_cache`) and the host allocator policy (gui_jax/host_malloc.py), then runs the job."""
     if "job" not in config:
         raise UnknownJobError(f"config has no 'job' field; known jobs: {', '.join(sorted(JOBS))}")
     if config.job not in JOBS:
@@ -289,6 +290,7 @@ def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> N
     from gui_jax.jobs.common import open_workdir
     open_workdir(config, workdir, overwrite=overwrite)
     default_compilation_cache()
+    configure_host_malloc()
     fn = resolve_job(config.job)
     logging.info("running job %s in %s", config.job, workdir)
     if "mesh" in config:  # multi-host: join the cluster before any JAX use (no-op for one process)
@@ -298,6 +300,10 @@ def run_job(config, workdir: str | None = None, *, overwrite: bool = False) -> N
 
 
 def main(argv):
+    try:
+        configure_host_malloc()   # before anything starts XLA's threads
+    except ValueError as e:
+        _exit_error(str(e))
     if len(argv) > 1:
         _exit_error(f"unexpected argument(s) {' '.join(argv[1:])!r}; fields are set with "
                     f"--config.<field>=<value> (no spaces around '=')")

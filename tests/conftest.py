@@ -23,6 +23,13 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1").strip()
 
+# The jobs' host allocator policy (gui_jax/host_malloc.py) in the test processes too, before jax starts its
+# threads: the in-process train steps stop re-faulting their temporaries (the jobs the tests launch apply it
+# themselves).
+from gui_jax.host_malloc import configure_host_malloc  # noqa: E402
+
+configure_host_malloc()
+
 # file names of the tests that take minutes on 2 cores (measured with --durations), longest first
 LONGEST_FIRST = ("test_learns_lookup.py", "test_quickstart_determinism.py", "test_pretrain_job.py",
                  "test_resume_cli.py", "test_notebooks.py")

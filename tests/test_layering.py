@@ -13,7 +13,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "gui_jax"
 
 LAYER = {"core": 0, "envs": 1, "tasks": 1, "data": 1, "models": 1, "rl": 2, "rewards": 2,
          "train": 3, "eval": 3, "jobs": 4, "main": 5, "sweep": 5, "view": 5, "experiment_spec": 5.5, "experiment_record": 5.5, "experiment_report": 5.75, "experiment": 6,
-         "config_check": 3.5, "__init__": 0}
+         "config_check": 3.5, "host_malloc": 0, "__init__": 0}
 # Same-layer imports that are allowed: the task registry lives with the simulator's templates; the
 # AndroidWorld client speaks the json_action format that the AndroidControl reader defines.
 SAME_LAYER_OK = {("tasks", "envs"), ("rl", "rewards"), ("rewards", "rl"), ("envs", "data")}
