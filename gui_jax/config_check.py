@@ -144,6 +144,8 @@ DATA = {
     "train_screens_per_instance": integer("train episodes per instance, each with its own seed's screen", 1),
     "num_test_episodes": integer("held-out episodes (SOP) = online evaluation tasks", 1),
     "resolution": resolution("screenshot (width, height) in pixels"),
+    "episode_workers": integer("processes generating expert episodes (default 1; the episodes are the same "
+                               "whatever the count)", 1),
 }
 SAVE_TRAJECTORIES = 50  # eval.save_trajectories where a recipe does not set it (gui_jax/jobs/trajectories.py)
 EVAL = {

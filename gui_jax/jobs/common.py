@@ -28,7 +28,7 @@ from gui_jax.config_check import RunError
 SNAPSHOT_FILE = "config.json"
 CACHE_KEY_FILE = "cache_key.json"
 # Leaf names that steer a run without changing its results (stop-and-resume knobs, progress bars).
-RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress", "checkpoints_kept")
+RUN_CONTROL_FIELDS = ("stop_after_steps", "max_minutes", "progress", "checkpoints_kept", "episode_workers")
 # Jobs whose outputs depend on the whole config (checkpoints, results): a changed field stops them.
 # Values: the workdir entries the old settings made, discarded by --overwrite.
 TRAINING_JOB_OUTPUTS = {
@@ -302,12 +302,16 @@ def verify_episode_folder(folder: str, task_ids: Sequence[str]):
     return store
 
 
-def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None, pixels: str = "eager"):
+def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None, pixels: str = "eager",
+                     workers: int = 1, reuse: Optional[str] = None):
     """The expert episodes of `tasks`: loaded from `folder` if it is a complete cache for `key`
     (verified by the store), else generated, written one by one and keyed. pixels='lazy': observations
-    keep their screenshots in the PNGs (`PngObservation`), for prompts that never show them."""
+    keep their screenshots in the PNGs (`PngObservation`), for prompts that never show them.
+    workers > 1: generated over that many processes (the same files: tasks/generate.py `write_episode_files`).
+    reuse: another complete episode cache whose episodes of the same tasks (and resolution) are linked, not
+    generated again."""
     from gui_jax.core.serialize import load_episode, save_episode
-    from gui_jax.tasks.generate import generate_episodes
+    from gui_jax.tasks.generate import generate_episodes, write_episode_files
     key = key if key is not None else {"resolution": list(resolution), "task_ids": [t.task_id for t in tasks]}
     task_ids = [t.task_id for t in tasks]
     if check_episode_cache(folder, key):  # verified against the task ids stored with the key
@@ -322,13 +326,48 @@ def load_or_generate(tasks, folder: str, resolution, key: Optional[dict] = None,
         dup = sorted({t for t in task_ids if task_ids.count(t) > 1})
         raise StaleEpisodesError(f"the selected tasks repeat {dup[:3]}: episode ids must be unique")
     write_cache_key(folder, key, task_ids=task_ids, complete=False)
-    eps = []
-    for i, ep in enumerate(generate_episodes(tasks, resolution=tuple(resolution), progress=True)):
-        path = save_episode(ep, os.path.join(folder, f"{i:06d}"))
-        eps.append(ep if pixels == "eager" else load_episode(path, pixels))
+    paths = [os.path.join(folder, f"{i:06d}") for i in range(len(tasks))]
+    linked = link_cached_episodes(reuse, task_ids, paths, resolution) if reuse else set()
+    todo = [i for i in range(len(tasks)) if i not in linked]
+    if workers > 1 or linked:
+        write_episode_files([tasks[i] for i in todo], [paths[i] for i in todo], resolution, workers=workers,
+                            progress=True)
+        eps = [load_episode(p, pixels) for p in paths]
+    else:
+        eps = []
+        for ep, path in zip(generate_episodes(tasks, resolution=tuple(resolution), progress=True), paths):
+            save_episode(ep, path)
+            eps.append(ep if pixels == "eager" else load_episode(path, pixels))
     verify_episode_folder(folder, task_ids)
     write_cache_key(folder, key, task_ids=task_ids, complete=True)
     return eps
+
+
+def link_cached_episodes(cache: str, task_ids: Sequence[str], paths: Sequence[str], resolution) -> set:
+    """Hard-links (copies across file systems) the episodes of `task_ids` that the complete episode cache `cache`
+    holds at the same resolution into `paths`; returns the indices linked. A missing or incomplete cache links
+    nothing."""
+    stored = read_cache_key(cache) if os.path.isdir(cache) else None
+    settings = (stored or {}).get("settings", {})
+    if not stored or not stored.get("complete") or \
+            list(settings.get("data.resolution", settings.get("resolution", []))) != list(resolution):
+        return set()
+    where = {t: i for i, t in enumerate(stored.get("task_ids", []))}
+    linked = set()
+    for i, (t, dst) in enumerate(zip(task_ids, paths)):
+        if t in where:
+            src = os.path.join(cache, f"{where[t]:06d}")
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst, copy_function=_link_or_copy)
+            linked.add(i)
+    return linked
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 # ------------------------------------------------------------------------------------------ tasks
@@ -365,17 +404,26 @@ def episode_pixels(config) -> str:
     return "lazy" if prompt is not None and prompt.get("observation") in ("ui_text", "xml") else "eager"
 
 
-def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
+_SPLITS: dict = {}   # make_split's result per arguments: the quickstart's RL pool selects from the SFT's split
+
+
+def prepare(config, workdir, sides: Sequence[str] = ("train", "test"), reuse_from: Optional[str] = None):
     """(train_tasks, test_tasks, train_eps, test_eps) of the configured split; a side not in `sides`
-    gets its tasks but no episodes (an empty list). Pixels as `episode_pixels(config)`."""
+    gets its tasks but no episodes (an empty list). Pixels as `episode_pixels(config)`; generated over
+    data.episode_workers processes. reuse_from: another workdir whose episodes/<side> caches hold some of the
+    same tasks (linked instead of generated again)."""
     from gui_jax.tasks.splits import make_split, screen_variants
     d = config.data
     # An instance split is per template: built over the configured templates only, it selects the same
     # tasks (tests/jobs/test_prepare_split.py) in a fraction of the time (the full registry took ~1 min).
     # Template and app splits depend on every template, so they are built whole.
     only = tuple(d.templates) if d.split == "instance" and d.templates else None
-    split = make_split(d.split, train_seeds=range(*d.train_seed_range), test_seeds=range(*d.test_seed_range),
-                       seed=config.seed, templates=only)
+    split_args = (d.split, tuple(d.train_seed_range), tuple(d.test_seed_range), int(config.seed), only)
+    if split_args not in _SPLITS:
+        _SPLITS.clear()     # one split kept: a job prepares one split, perhaps several times
+        _SPLITS[split_args] = make_split(d.split, train_seeds=range(*d.train_seed_range),
+                                         test_seeds=range(*d.test_seed_range), seed=config.seed, templates=only)
+    split = _SPLITS[split_args]
     print(split.report())
     selected, episodes = {}, {}
     for side, pool, limit in (("train", split.train, d.num_train_episodes),
@@ -387,7 +435,9 @@ def prepare(config, workdir, sides: Sequence[str] = ("train", "test")):
         if side in sides and not selected[side]:
             raise RunError(_no_tasks_message(side, pool, d))
         episodes[side] = (load_or_generate(selected[side], os.path.join(workdir, "episodes", side), d.resolution,
-                                           key=episode_key(config, side), pixels=episode_pixels(config))
+                                           key=episode_key(config, side), pixels=episode_pixels(config),
+                                           workers=int(d.get("episode_workers", 1)),
+                                           reuse=reuse_from and os.path.join(reuse_from, "episodes", side))
                            if side in sides else [])
     return selected["train"], selected["test"], episodes["train"], episodes["test"]
 

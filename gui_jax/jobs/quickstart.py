@@ -27,6 +27,7 @@ from absl import logging
 
 from gui_jax.config_check import ConfigError
 from gui_jax.eval.suite import evaluate_agent, format_table, split_timings, template_table
+from gui_jax.host_malloc import configure_host_malloc
 from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
@@ -84,7 +85,7 @@ def rl_episodes(config, workdir: str, sft_episodes: list) -> list:
         return sft_episodes
     pool = config.copy_and_resolve_references()
     pool.data.num_train_episodes = n
-    episodes = prepare(pool, os.path.join(workdir, "rl_pool"), sides=("train",))[2]
+    episodes = prepare(pool, os.path.join(workdir, "rl_pool"), sides=("train",), reuse_from=workdir)[2]
     if [e.episode_id for e in episodes[:len(sft_episodes)]] != [e.episode_id for e in sft_episodes]:
         raise RuntimeError(f"the RL pool's first {len(sft_episodes)} episodes are not the SFT's: the task selection "
                            f"no longer extends a shorter one (jobs/common.py select_tasks)")
@@ -211,13 +212,14 @@ def run(config, workdir: str) -> None:
     peak_mb = _peak_rss_mb()
     profile["this_run"] = {"wall_s": round(runtime, 1), "cpu_s": round(time.process_time() - cpu_start, 1),
                            "peak_rss_mb": round(peak_mb), "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-                           "cpu_count": os.cpu_count(), "stages": prof.stages}
+                           "cpu_count": os.cpu_count(), "host_malloc": configure_host_malloc(), "stages": prof.stages}
     save()
     n_online = len(next(iter(results.values())).get("online_success", []))
     footer = (f"\nonline SR on {n_online} held-out tasks; [lo, hi] = Wilson 95 % interval; p = exact McNemar, "
               f"two-sided, paired on the same tasks\n"
               f"runtime {runtime / 60:.1f} min this run (CPU {profile['this_run']['cpu_s'] / 60:.1f} min, "
-              f"load avg {os.getloadavg()[0]:.1f}), peak memory {peak_mb:.0f} MB\n"
+              f"load avg {os.getloadavg()[0]:.1f}), peak memory {peak_mb:.0f} MB (host allocator "
+              f"{profile['this_run']['host_malloc']})\n"
               f"time per stage: {prof.summary()}")
     view = (f"\nepisodes: `python -m gui_jax.view {workdir} --out {os.path.join(workdir, 'report.html')}` writes "
             f"one page of this run's episodes (screenshots with the actions drawn; filters by template and outcome)")

@@ -14,7 +14,10 @@ metadata in `Episode.info`; the job writes `manifest.json` (split report + task 
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+import contextlib
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterable, Iterator, Sequence
 
 from gui_jax.core.types import Episode
 from gui_jax.envs.sim import PhoneSim, Task
@@ -71,3 +74,51 @@ def generate_episodes(tasks: Iterable[Task], resolution=(540, 1200), progress: b
         it = progress_bar(tasks, desc="expert episodes", unit="ep")
     for t in it:
         yield generate_episode(t, sim)
+
+
+# ----------------------------------------------------------------------------------- parallel, to disk
+
+CHUNK_TASKS = 16   # tasks a worker takes at a time: the progress bar moves, the pool stays busy at the tail
+_WORKER_SIM: dict = {}
+
+
+def _init_worker(resolution) -> None:
+    _WORKER_SIM["sim"] = PhoneSim(render=True, resolution=tuple(resolution), max_steps=200)
+
+
+def _write_chunk(chunk) -> int:
+    from gui_jax.core.serialize import save_episode
+    for path, task in chunk:
+        save_episode(generate_episode(task, _WORKER_SIM["sim"]), path)
+    return len(chunk)
+
+
+def write_episode_files(tasks: Sequence[Task], folders: Sequence[str], resolution=(540, 1200), *, workers: int = 1,
+                        progress: bool = False) -> None:
+    """Writes the oracle episode of tasks[i] into folders[i] (core/serialize.py `save_episode`), over `workers`
+    processes. The files do not depend on `workers` (an episode depends on its task alone:
+    tests/tasks/test_parallel_generation.py). Workers are spawned, not forked, so a process that already runs
+    jax's threads may call it; each builds one PhoneSim and takes CHUNK_TASKS tasks at a time."""
+    if len(tasks) != len(folders):
+        raise ValueError(f"{len(tasks)} tasks but {len(folders)} folders")
+    chunks = [list(zip(folders[i:i + CHUNK_TASKS], tasks[i:i + CHUNK_TASKS]))
+              for i in range(0, len(tasks), CHUNK_TASKS)]
+    bar = None
+    if progress:
+        from gui_jax.core.progress import progress as progress_bar
+        bar = progress_bar(total=len(tasks), desc="expert episodes", unit="ep")
+    workers = min(workers, len(chunks))
+    with contextlib.ExitStack() as stack:
+        if workers > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker, initargs=(tuple(resolution),)))
+            counts = pool.map(_write_chunk, chunks)
+        else:
+            _init_worker(resolution)
+            counts = map(_write_chunk, chunks)
+        for n in counts:
+            if bar is not None:
+                bar.update(n)
+    if bar is not None:
+        bar.close()

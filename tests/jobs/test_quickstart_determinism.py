@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+from gui_jax.host_malloc import glibc_version
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TINY = [
@@ -24,8 +26,8 @@ TINY = [
 ]
 
 
-def _launch(workdir, hashseed, *extra):
-    env = dict(os.environ, PYTHONHASHSEED=str(hashseed), JAX_PLATFORMS="cpu")
+def _launch(workdir, hashseed, *extra, host_malloc="keep"):
+    env = dict(os.environ, PYTHONHASHSEED=str(hashseed), JAX_PLATFORMS="cpu", GUI_JAX_HOST_MALLOC=host_malloc)
     cmd = [sys.executable, "-m", "gui_jax.main", "--config", os.path.join(REPO, "configs", "quickstart.py"),
            f"--workdir={workdir}", *TINY, *extra]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -35,7 +37,8 @@ def test_quickstart_twice_identical(tmp_path):
     """A full run (SFT + semi-online RL), the SFT-alone run (semi_online_rl=False, no offline baseline: the start
     other RL specs share) and a run started from the SFT-alone run's checkpoints (init.checkpoint_dir, no SFT of its
     own), each under its own PYTHONHASHSEED: the SFT-alone run trains the very SFT of the full run, and the run from
-    its checkpoints repeats the full run's RL stage and table exactly."""
+    its checkpoints repeats the full run's RL stage and table exactly, also under the other host allocator policy
+    (gui_jax/host_malloc.py: where memory comes from changes no number)."""
     outs = []   # one run after the other: the later ones reuse the first one's programs (the suite's XLA cache)
     for workdir, hashseed, extra in ((tmp_path / "full", 1, ()),
                                      (tmp_path / "sft_alone", 3, ("--config.semi_online_rl=False",))):
@@ -50,7 +53,8 @@ def test_quickstart_twice_identical(tmp_path):
     assert len(sft_log(log_a)) > 10 and sft_log(log_alone) == sft_log(log_a)
     assert not (tmp_path / "sft_alone" / "rl").exists() and "train_semi_online_rl" not in alone["profile"]
     sft_checkpoints = tmp_path / "sft_alone" / "sft" / "checkpoints"
-    proc = _launch(str(tmp_path / "from_sft"), 4, f"--config.init.checkpoint_dir={sft_checkpoints}")
+    proc = _launch(str(tmp_path / "from_sft"), 4, f"--config.init.checkpoint_dir={sft_checkpoints}",
+                   host_malloc="system")
     log, _ = proc.communicate(timeout=1800)
     assert proc.returncode == 0, log[-3000:]
     b, md_b, log_b = _outputs(tmp_path / "from_sft")
@@ -73,6 +77,8 @@ def test_quickstart_twice_identical(tmp_path):
     assert "[" in md_a and "vs sft" in md_a  # Wilson intervals and the paired column are printed
     assert set(a["profile"]) >= {"episodes", "train_sft", "train_semi_online_rl", "eval_sft", "this_run"}
     assert len(a["stages"]["sft"]["online_success"]) == 4
+    policies = (a["profile"]["this_run"]["host_malloc"], b["profile"]["this_run"]["host_malloc"])
+    assert policies == (("keep" if glibc_version() else "system"), "system")
 
 
 def _outputs(workdir):
