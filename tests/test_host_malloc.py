@@ -1,5 +1,7 @@
 """The host allocator policy (gui_jax/host_malloc.py): under `keep` a freed large block is reused without page
-faults, under `system` glibc maps it afresh (every page faulted again); the CLI applies it and names a bad value."""
+faults, under `system` glibc maps it afresh (every page faulted again); `auto` keeps only where jax computes on the
+CPU alone; the CLI applies it and names a bad value."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -61,13 +63,30 @@ def test_non_glibc_platform_stays_system(monkeypatch):
     assert host_malloc.configure_host_malloc("keep") == "system"    # applied once: later calls report the first
 
 
+def test_auto_keeps_only_where_jax_computes_on_the_cpu(monkeypatch):
+    assert host_malloc.cpu_only({"JAX_PLATFORMS": "cpu"}) and host_malloc.cpu_only({"JAX_PLATFORMS": "cpu,cuda"})
+    assert not host_malloc.cpu_only({"JAX_PLATFORMS": "cuda"}) and not host_malloc.cpu_only({"TPU_NAME": "v5p"})
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "jax_plugins" else real_find_spec(name, *a))
+    assert not host_malloc.cpu_only({})                  # a GPU plugin installed: its device holds the temporaries
+    monkeypatch.delenv(host_malloc.ENV_VAR, raising=False)
+    monkeypatch.setattr(host_malloc, "_APPLIED", {})
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    assert host_malloc.configure_host_malloc("auto") == "system"
+    monkeypatch.setattr(host_malloc, "_APPLIED", {})
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert host_malloc.configure_host_malloc() == ("keep" if host_malloc.glibc_version() else "system")
+
+
 def test_bad_policy_is_named(monkeypatch):
     monkeypatch.setattr(host_malloc, "_APPLIED", {})
     monkeypatch.setenv(host_malloc.ENV_VAR, "jemalloc")
-    with pytest.raises(ValueError, match=r"GUI_JAX_HOST_MALLOC='jemalloc': expected one of keep, system"):
+    with pytest.raises(ValueError, match=r"GUI_JAX_HOST_MALLOC='jemalloc': expected one of auto, keep, system"):
         host_malloc.configure_host_malloc()
     p = subprocess.run([sys.executable, "-m", "gui_jax.main", "--config=configs/quickstart.py"], cwd=REPO,
                        env=dict(os.environ, GUI_JAX_HOST_MALLOC="jemalloc"), capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2
-    assert p.stderr.strip().splitlines()[-1].endswith("GUI_JAX_HOST_MALLOC='jemalloc': expected one of keep, system")
+    assert p.stderr.strip().splitlines()[-1].endswith("GUI_JAX_HOST_MALLOC='jemalloc': expected one of auto, keep, "
+                                                    "system")

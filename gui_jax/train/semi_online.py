@@ -48,9 +48,10 @@ def aux_policy_from(agent, cfg):
     return Agent(ml_collections.ConfigDict({"model": model})).policy
 
 
-def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: str = "log") -> list:
+def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: str = "log",
+                warn: bool = True) -> list:
     """Dynamic sampling's batch: the first `target` kept groups. Fewer after the last try: a warning
-    (on_short='log') or a RuntimeError (on_short='raise')."""
+    (on_short='log'; warn=False: none, the caller counts them) or a RuntimeError (on_short='raise')."""
     if on_short not in DYNAMIC_SAMPLING_SHORT:
         raise ValueError(f"unknown rl.dynamic_sampling_short {on_short!r}; known: {DYNAMIC_SAMPLING_SHORT}")
     if len(groups) >= target:
@@ -60,7 +61,9 @@ def trim_groups(groups: list, target: int, *, tries: int, eta: float, on_short: 
            "rl.dynamic_sampling_max_tries")
     if on_short == "raise":
         raise RuntimeError(msg + ", or set rl.dynamic_sampling_short='log' to train on a short batch")
-    logging.warning("%s; training on the short batch", msg)
+    if warn:
+        logging.warning("%s; training on the short batch (later short batches: rl/sampling_short, and a count at "
+                        "the end)", msg)
     return groups
 
 
@@ -121,6 +124,7 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
     selector = task_selector(cfg, episodes)
     if selector is not None:
         run.register_side_state(SELECTOR_STATE[type(selector)], selector)
+    short = []   # kept-group counts of the iterations that trained on a short batch (one warning, then a count)
     while run.running:
         groups, stats = [], {"reward": [], "exact": [], "tries": 0, "steps": 0}
         start = time.perf_counter()
@@ -148,7 +152,9 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
             if len(groups) >= target_groups:
                 break
         groups = trim_groups(groups, target_groups, tries=stats["tries"], eta=cfg.dynamic_sampling_eta,
-                             on_short=cfg.get("dynamic_sampling_short", "log"))
+                             on_short=cfg.get("dynamic_sampling_short", "log"), warn=not short)
+        if len(groups) < target_groups:
+            short.append(len(groups))
         gens = [g for grp in groups for g, _ in grp]
         advs = [a for grp in groups for _, a in grp]
         metrics = {"reward_mean": float(np.mean(stats["reward"])), "step_match": float(np.mean(stats["exact"])),
@@ -162,6 +168,9 @@ def train_semi_online(agent, episodes: Sequence[Episode], pcfg: PromptConfig, cf
             metrics.update(selector.metrics())
         metrics.update(run.update(samples_from_generations(gens, advs)))
         run.end_iteration(metrics)
+    if len(short) > 1:
+        logging.warning("dynamic sampling: %d iterations of this run trained on a short batch (%.1f of %d task "
+                        "groups on average)", len(short), float(np.mean(short)), target_groups)
     return run.close()
 
 

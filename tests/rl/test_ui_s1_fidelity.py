@@ -141,6 +141,10 @@ def test_dynamic_sampling_trims_to_the_batch_and_reports_a_short_one(caplog):
     with caplog.at_level("WARNING"):
         assert trim_groups(groups[:2], 3, tries=10, eta=0.3) == [["a"], ["b"]]
     assert "kept 2 of 3 task groups after 10 tries" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):   # a later short batch of the same run: counted by the caller, not logged
+        assert trim_groups(groups[:1], 3, tries=10, eta=0.3, warn=False) == [["a"]]
+    assert caplog.text == ""
     with pytest.raises(RuntimeError, match="kept 2 of 3 task groups after 10 tries"):
         trim_groups(groups[:2], 3, tries=10, eta=0.3, on_short="raise")
 
