@@ -18,4 +18,5 @@ def get_config():
     c.resolution = (532, 1176)  # screenshot (width, height): multiples of 28, close to PhoneSim's 540x1200
     c.out_dir = ""  # default: <workdir>/episodes/<split>_<side>
     c.progress = True
+    c.episode_workers = 1  # processes writing the episodes (the same files whatever the count)
     return c

@@ -191,6 +191,7 @@ GENERATE = {
     "resolution": resolution("screenshot (width, height) in pixels"),
     "out_dir": text("output folder ('' = <workdir>/episodes/<split>_<side>)"),
     "progress": boolean("show a progress bar"),
+    "episode_workers": DATA["episode_workers"],
 }
 EXPORT = {
     "checkpoint_dir": checkpoint_rule("a stage's checkpoints folder to export, e.g. runs/quickstart/rl/checkpoints"),

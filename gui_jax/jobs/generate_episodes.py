@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gui_jax.core.serialize import save_episode
 from gui_jax.jobs.common import (check_episode_cache, generate_key, generate_out_dir, verify_episode_folder,
                                  write_cache_key)
-from gui_jax.tasks.generate import generate_episodes
+from gui_jax.tasks.generate import write_episode_files
 from gui_jax.tasks.splits import make_split
 
 
@@ -35,8 +34,8 @@ def run(config, workdir: str) -> None:
         print(f"{out} already holds these {len(tasks)} episodes (verified)")
         return
     write_cache_key(str(out), key, task_ids=task_ids, complete=False)
-    for i, ep in enumerate(generate_episodes(tasks, tuple(config.resolution), progress=bool(config.progress))):
-        save_episode(ep, out / f"{i:06d}")
+    write_episode_files(tasks, [str(out / f"{i:06d}") for i in range(len(tasks))], tuple(config.resolution),
+                        workers=int(config.get("episode_workers", 1)), progress=bool(config.progress))
     manifest = {
         "split": config.split,
         "side": config.side,

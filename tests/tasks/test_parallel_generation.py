@@ -2,11 +2,15 @@
 an episode depends on its task alone, not on the order, the worker or the PhoneSim instance that made it."""
 import filecmp
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from gui_jax.jobs.common import load_or_generate
 from gui_jax.tasks.generate import write_episode_files
 from gui_jax.tasks.splits import make_split
 
+REPO = Path(__file__).resolve().parents[2]
 RESOLUTION = (112, 252)
 
 
@@ -50,3 +54,19 @@ def test_reused_cache_is_linked_and_equals_a_fresh_generation(tmp_path):
     other = load_or_generate(tasks[:6], str(tmp_path / "other"), (56, 112), pixels="lazy", reuse=first)
     assert len(other) == 6
     assert all(os.stat(tmp_path / "other" / f"{i:06d}" / "episode.json").st_nlink == 1 for i in range(6))
+
+
+def test_generate_episodes_job_over_two_workers_writes_the_same_folder(tmp_path):
+    outs = []
+    for workers in (1, 2):
+        args = ["--config=configs/generate_episodes.py", f"--workdir={tmp_path}/w{workers}", "--config.num_episodes=20",
+                "--config.resolution=(112,252)", "--config.progress=False", f"--config.episode_workers={workers}"]
+        p = subprocess.run([sys.executable, "-m", "gui_jax.main", *args], cwd=REPO, capture_output=True, text=True,
+                           timeout=600)
+        assert p.returncode == 0, p.stderr[-1500:]
+        outs.append(tmp_path / f"w{workers}" / "episodes" / "instance_train")
+    folders = sorted(d for d in os.listdir(outs[0]) if d.isdigit())
+    assert len(folders) == 20 and sorted(d for d in os.listdir(outs[1]) if d.isdigit()) == folders
+    for d in folders:
+        names = sorted(os.listdir(outs[0] / d))
+        assert filecmp.cmpfiles(outs[0] / d, outs[1] / d, names, shallow=False)[1:] == ([], [])
