@@ -39,6 +39,10 @@ def test_run_job_turns_on_the_compilation_cache_where_none_is_set(tmp_path, monk
                                                    jax.config.jax_compilation_cache_max_size))
     monkeypatch.setitem(sys.modules, "fake_job_module", mod)
     monkeypatch.setitem(gmain.JOBS, "fake", "fake_job_module:run")
+    # run_job sets the cache variables in os.environ for the jobs it launches; on the real environment a variable
+    # this test found unset (MAX_SIZE) would outlive it and turn on LRU eviction for every later job of this
+    # worker, racing the suite's other processes in the shared cache folder
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     monkeypatch.setenv("XDG_CACHE_HOME", "xdg")
     monkeypatch.delenv("JAX_COMPILATION_CACHE_MAX_SIZE", raising=False)
     if preset is None:
