@@ -74,3 +74,8 @@ def configure_host_malloc(policy: str | None = None) -> str:
             effective = "keep"
     _APPLIED["policy"] = effective
     return effective
+
+
+def applied_policy() -> str:
+    """The policy in effect in this process: "keep" once configure_host_malloc applied it, else "system"."""
+    return _APPLIED.get("policy", "system")

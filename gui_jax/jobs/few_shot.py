@@ -19,7 +19,8 @@ import os
 from collections import defaultdict
 
 from gui_jax.eval.metrics import wilson_interval
-from gui_jax.jobs.common import load_or_generate, prepare, starting_point
+from gui_jax.jobs.common import prepare, starting_point
+from gui_jax.jobs.episode_cache import load_or_generate
 from gui_jax.jobs.online_rl import evaluate_online_pool, format_results
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gui_jax.jobs.common import (check_episode_cache, generate_key, generate_out_dir, verify_episode_folder,
-                                 write_cache_key)
+from gui_jax.jobs.episode_cache import (check_episode_cache, generate_key, generate_out_dir,
+                                        verify_episode_folder, write_cache_key)
 from gui_jax.tasks.generate import write_episode_files
 from gui_jax.tasks.splits import make_split
 

@@ -27,7 +27,7 @@ from absl import logging
 
 from gui_jax.config_check import ConfigError
 from gui_jax.eval.suite import evaluate_agent, format_table, split_timings, template_table
-from gui_jax.host_malloc import configure_host_malloc
+from gui_jax.host_malloc import applied_policy
 from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
@@ -212,7 +212,7 @@ def run(config, workdir: str) -> None:
     peak_mb = _peak_rss_mb()
     profile["this_run"] = {"wall_s": round(runtime, 1), "cpu_s": round(time.process_time() - cpu_start, 1),
                            "peak_rss_mb": round(peak_mb), "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-                           "cpu_count": os.cpu_count(), "host_malloc": configure_host_malloc(), "stages": prof.stages}
+                           "cpu_count": os.cpu_count(), "host_malloc": applied_policy(), "stages": prof.stages}
     save()
     n_online = len(next(iter(results.values())).get("online_success", []))
     footer = (f"\nonline SR on {n_online} held-out tasks; [lo, hi] = Wilson 95 % interval; p = exact McNemar, "

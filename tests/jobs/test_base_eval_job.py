@@ -12,7 +12,7 @@ from gui_jax.config_check import RunError
 from gui_jax.core.dialects import format_response
 from gui_jax.core.types import Action
 from gui_jax.eval.metrics import wilson_interval
-from gui_jax.jobs import base_eval, common
+from gui_jax.jobs import base_eval, common, episode_cache
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig, build_messages
 from gui_jax.rl.semi_online_rollout import expert_element
@@ -209,8 +209,8 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     assert set(objectives) == {"tap", "read", base_eval.PHONESIM, base_eval.PHONESIM_OPEN}
     assert objectives[base_eval.PHONESIM_OPEN]["n"] == 2
     assert objectives["tap"]["n"] == objectives["read"]["n"] == N
-    eps = common.verify_episode_folder(str(tmp_path / "episodes" / "test"),
-                                       common.read_cache_key(str(tmp_path / "episodes" / "test"))["task_ids"])
+    eps = episode_cache.verify_episode_folder(str(tmp_path / "episodes" / "test"),
+                                       episode_cache.read_cache_key(str(tmp_path / "episodes" / "test"))["task_ids"])
     clicks = sum(a.type == "click" and expert_element(ep, t) is not None
                  for ep in eps for t, a in enumerate(ep.actions))
     assert objectives[base_eval.PHONESIM]["n"] == clicks and objectives[base_eval.PHONESIM]["episodes"] == 2

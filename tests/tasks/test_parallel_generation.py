@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gui_jax.jobs.common import load_or_generate
+from gui_jax.jobs.episode_cache import load_or_generate
 from gui_jax.tasks.generate import write_episode_files
 from gui_jax.tasks.splits import make_split
 
