@@ -18,7 +18,8 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
 Items with a target element (tap, home, toggle) also report where the misses went (`breakdown`: a row whose
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
-failed; part of the value: the copy failed; other text, another action, unparsable), by the value's quarter.
+failed; part of the value: the copy failed; other text, another action, unparsable), by the value's quarter,
+and token by token (the first token: the look-up; each later one: the copy; base_eval_misses.copy_profile).
 Teacher-forced exact match (the pretrain job's metric) is a lower bound on this.
 
 Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
@@ -35,12 +36,13 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import time
 from typing import Optional, Sequence
 
 from gui_jax.config_check import RunError
 from gui_jax.jobs import common
+from gui_jax.jobs.base_eval_misses import (answer_text, breakdown, clicks_element, copy_profile, opens_app,
+                                           parsed_action)
 
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
@@ -160,108 +162,6 @@ def phonesim_open_items(episodes, pcfg) -> list[dict]:
                       "episode_id": ep.episode_id, "step": 0, "n_lines": len(shown_elements(obs, pcfg)),
                       "shown": True, "dialect": pcfg.dialect})
     return items
-
-
-def parsed_action(text: str, dialect: str):
-    """The action a response writes under the dialect's parser, None when it cannot be parsed (malformed)."""
-    from gui_jax.core.dialects import ActionParseError, parse_response
-    try:
-        return parse_response(text, dialect)[1]
-    except ActionParseError:
-        return None
-
-
-def clicks_element(action, element: int) -> bool:
-    """Whether a parsed response (None: unparsable, a miss) clicks `element`."""
-    return action is not None and action.type == "click" and action.element is not None \
-        and int(action.element) == int(element)
-
-
-def opens_app(action, app: str) -> bool:
-    """Whether a parsed response (None: unparsable, a miss) opens `app` (names compare case-blind)."""
-    return action is not None and action.type == "open" and action.text is not None \
-        and str(action.text).strip().lower() == app.strip().lower()
-
-
-TAP_OUTCOMES = ("right", "shares a word", "no shared word", "index not on screen", "not a click", "malformed")
-_UI_LINE = re.compile(r"^\[(\d+)\][^;\n]*;(.*)$", re.M)
-
-
-def ui_labels(ui_text: str) -> dict[int, str]:
-    """element index -> its label, from the UI text's '[k] flags; label' lines."""
-    return {int(m.group(1)): m.group(2).strip() for m in _UI_LINE.finditer(ui_text)}
-
-
-def action_of_kind(item: dict, text: str, kind: str, other: str):
-    """(the parsed action, None) when the response is a `kind` action with its argument (a click's element, an
-    answer's text); else (None, "malformed") when unparsable, (None, `other`) for any other action."""
-    action = parsed_action(text, item["dialect"])
-    if action is None:
-        return None, "malformed"
-    if action.type != kind or (action.element if kind == "click" else action.text) is None:
-        return None, other
-    return action, None
-
-
-def tap_outcome(item: dict, text: str) -> str:
-    """What a response to an item with a target element did, one of TAP_OUTCOMES: right; a click on another line
-    whose label shares a word with the target's (case-blind), or shares none; a click on an index the screen does
-    not show; another action; unparsable."""
-    action, miss = action_of_kind(item, text, "click", "not a click")
-    if miss:
-        return miss
-    picked, target = int(action.element), int(item["target_element"])
-    if picked == target:
-        return "right"
-    labels = ui_labels(item["ui_text"])
-    if picked not in labels:
-        return "index not on screen"
-    words = lambda label: set(label.lower().split())
-    return "shares a word" if words(labels[picked]) & words(labels.get(target, "")) else "no shared word"
-
-
-def target_quarter(item: dict, key: str = "target_element") -> int:
-    """Which quarter (0-3) of the screen's lines holds the item's element `key` (the tap's target, a read's value)."""
-    shown = list(ui_labels(item["ui_text"]))
-    return min(4 * shown.index(int(item[key])) // len(shown), 3)
-
-
-READ_OUTCOMES = ("right", "another line's text", "part of the value", "other text", "not an answer", "malformed")
-
-
-def read_outcome(item: dict, text: str) -> str:
-    """What a response to a read item did, one of READ_OUTCOMES: right; an answer equal to another line's whole
-    text (a wrong row's value, a label: the look-up failed); one sharing a word with the value but not equal (the
-    copy failed); any other answer; another action; unparsable. Answers compare after `normalize_answer`."""
-    from gui_jax.train.pretrain_data import normalize_answer
-    action, miss = action_of_kind(item, text, "answer", "not an answer")
-    if miss:
-        return miss
-    said, value = normalize_answer(action.text), normalize_answer(item["answer"])
-    if said == value:
-        return "right"
-    others = {normalize_answer(label) for k, label in ui_labels(item["ui_text"]).items()
-              if k != int(item["value_element"])}
-    if said in others:
-        return "another line's text"
-    return "part of the value" if set(said.split()) & set(value.split()) else "other text"
-
-
-def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str) -> dict:
-    """{'outcomes': {outcome: count}, 'by_target_quarter': [[hits, items] per quarter of the screen]}: where a
-    base's taps (kind 'tap': near misses on shared-word rows, index copies) or reads (kind 'read': a wrong line's
-    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen."""
-    outcome_of, names, key = ((tap_outcome, TAP_OUTCOMES, "target_element") if kind == "tap"
-                              else (read_outcome, READ_OUTCOMES, "value_element"))
-    outcomes = {k: 0 for k in names}
-    quarters = [[0, 0] for _ in range(4)]
-    for item, text in zip(items, texts):
-        outcome = outcome_of(item, text)
-        outcomes[outcome] += 1
-        q = quarters[target_quarter(item, key)]
-        q[0] += outcome == "right"
-        q[1] += 1
-    return {"outcomes": outcomes, "by_target_quarter": quarters}
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -385,6 +285,10 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
             out[obj]["taps"] = breakdown(its, texts, kind="tap")
         elif all(it["answer"] is not None and it.get("value_element") is not None for it in its):   # read
             out[obj]["reads"] = breakdown(its, texts, kind="read")
+            tok = getattr(policy, "tokenizer", None)
+            if tok is not None:   # the look-up's first token against the copy after it
+                out[obj]["reads"]["copy"] = copy_profile(
+                    [it["answer"] for it in its], [answer_text(it, t) for it, t in zip(its, texts)], hits, tok.encode)
     return out
 
 
@@ -487,6 +391,16 @@ def model_line(source: dict) -> str:
 
 # ------------------------------------------------------------------------------------------ report
 
+def copy_line(c: dict) -> str:
+    """One line of a read part's copy_profile."""
+    rate = lambda rt: f"{rt[0] / rt[1]:.3f} ({rt[0]}/{rt[1]})" if rt[1] else "- (0/0)"
+    lengths = ", ".join(f"{k + 1}{'+' if k + 1 == len(c['by_value_tokens']) else ''}: {h}/{n}"
+                        for k, (h, n) in enumerate(c["by_value_tokens"]) if n)
+    return (f"token by token (the value encoded alone): first token {rate(c['first_token'])}, each later token "
+            f"{rate(c['continuation'])}, the end {rate(c['end'])}; first wrong token of the misses "
+            + ", ".join(f"{k} {v}" for k, v in c["first_wrong"].items()) + f"; right by the value's tokens {lengths}")
+
+
 def format_table(results: dict) -> str:
     """The markdown report: model line, then objective | accuracy | successes/n | malformed (responses the
     dialect cannot parse) | 95 % Wilson | screens, PhoneSim's templates each on a row of their own."""
@@ -521,6 +435,8 @@ def format_table(results: dict) -> str:
                 quarters = " / ".join(f"{h}/{n}" for h, n in r[key]["by_target_quarter"])
                 notes.append(f"{name}: misses {misses or 'none'}; right by the {whose} quarter of the screen "
                              f"(top to bottom) {quarters}")
+            if "copy" in r.get(key, {}):
+                notes.append(f"{name}: {copy_line(r[key]['copy'])}")
     if "attention" in results:
         a = results["attention"]
         notes.append("attention, teacher-forced on " + ", ".join(f"{n} {o}" for o, n in a["items"].items())

@@ -57,6 +57,8 @@ class PromptConfig:
     word_tokens: bool = False            # goal and UI labels written so every word starts after a
                                          # space (one token form per word: goal words match label
                                          # tokens); labels show text and content description both
+    answer_spaced: bool = False          # an answer's text after a leading space: a value copied from a UI
+                                         # line keeps the token form it has there (" Sep" not "Sep")
     ui_text_skip_unlabeled: bool = False  # drop UI lines with no text/description (flags only)
     ui_text_index_last: bool = False     # "flags; label [k]" instead of "[k] flags; label": the index
                                          # right after the words a goal names (a one-hop lookup)
@@ -305,6 +307,8 @@ def expert_response(action: Action, obs: Observation, cfg: PromptConfig, *, thou
             image_size = model_image_size(obs, cfg)
         a = scale_action_to_image(a.replace(element=None), obs.screen_size, image_size)
         a = a.replace(**{f: round(getattr(a, f)) for f in ("x", "y", "x2", "y2") if getattr(a, f) is not None})
+    if a.type == "answer" and cfg.answer_spaced and a.text and not a.text.startswith(" "):
+        a = a.replace(text=" " + a.text)   # every reader of an answer strips it; the tokens now match the screen's
     if a.type == "scroll" and not expressible(a, cfg.dialect):
         w, h = image_size or model_image_size(obs, cfg)
         cx, cy, dx, dy = w // 2, h // 2, w // 4, h // 4

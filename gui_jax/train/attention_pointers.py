@@ -222,7 +222,9 @@ def _read_rows(text, starts, prompt_end, lines, where):
         raise ValueError(f"{where}: the response writes no \"text\": \"…\"")
     rows = []
     for a in answers:
-        value = a.group(1)
+        written = a.group(1)
+        value = written.lstrip(" ")
+        lead = len(written) - len(value)   # prompt.answer_spaced: " v" copies the cell's " v" (the space before it)
         goal_at = text.rfind("Goal:", 0, a.start())
         goal_end = text.find("<|im_end|>", goal_at, a.start())
         goal = text[goal_at + len("Goal:"):goal_end if goal_end >= 0 else a.start()]
@@ -238,6 +240,10 @@ def _read_rows(text, starts, prompt_end, lines, where):
             raise ValueError(f"{where}: no UI line named in the goal {goal.strip()!r} has the answer's value "
                              f"{value!r} on one of the {READ_WINDOW} lines after it")
         row, cell = found
+        base = cell.at - lead     # the screen char a response char offset 0 stands for
+        if text[base:cell.at] != written[:lead]:
+            raise ValueError(f"{where}: the answer {written!r} starts with a space its value {value!r} lacks on "
+                             "the screen")
         (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), row.label, where, repr(value))
         rows += bag
         v_lo, _ = _tokens_in(starts, cell.at, cell.at + 1)
@@ -249,8 +255,8 @@ def _read_rows(text, starts, prompt_end, lines, where):
         for t in range(t_lo, t_hi + 1):
             c0 = max(int(starts[t]), a.start(1)) - a.start(1)
             c1 = min(int(starts[t + 1]), a.end(1) + 1) - a.start(1)
-            lo = _tokens_in(starts, cell.at + c0, cell.at + c0 + 1)[0]
-            hi = _tokens_in(starts, cell.at + c1 - 1, cell.at + c1)[1] if c1 <= len(value) else end
+            lo = _tokens_in(starts, base + c0, base + c0 + 1)[0]
+            hi = _tokens_in(starts, base + c1 - 1, base + c1)[1] if c1 <= len(written) else end
             rows += [(3, t - 1, g_lo, g_hi), (7, t - 1, lo, hi)]
     return rows
 

@@ -126,6 +126,8 @@ PROMPT = Block("prompt", [
     F("ui_text_bounds", False, "UI text lists element bounds", boolean()),
     F("ui_text_class", True, "UI text lists element classes", boolean()),
     F("word_tokens", False, "goal and UI labels written so each word starts after a space", boolean()),
+    F("answer_spaced", False, "an answer's text written after a leading space, so a value copied from the UI text "
+      "keeps its token form there (a base pretrained so needs it)", boolean()),
     F("ui_text_skip_unlabeled", False, "UI text leaves out elements with no text or description", boolean()),
     F("ui_text_index_last", False, "UI text writes each element index after its label", boolean()),
     F("max_ui_lines", 40, "most UI elements listed", integer(1)),

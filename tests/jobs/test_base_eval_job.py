@@ -12,7 +12,7 @@ from gui_jax.config_check import RunError
 from gui_jax.core.dialects import format_response
 from gui_jax.core.types import Action
 from gui_jax.eval.metrics import wilson_interval
-from gui_jax.jobs import base_eval, common, episode_cache
+from gui_jax.jobs import base_eval, base_eval_misses, common, episode_cache
 from gui_jax.rl.policy import Generation
 from gui_jax.rl.prompting import PromptConfig, build_messages
 from gui_jax.rl.semi_online_rollout import expert_element
@@ -222,6 +222,10 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     templates = sum(len(objectives[k]["per_template"]) for k in (base_eval.PHONESIM, base_eval.PHONESIM_OPEN))
     # header, rule, objectives, the named-click row, templates
     assert sum(line.startswith("|") for line in md) == 2 + 4 + 1 + templates
+    copy = objectives["read"]["reads"]["copy"]   # the real tokenizer: every item by its value's length
+    assert sum(n for _, n in copy["by_value_tokens"]) == N
+    assert sum(h for h, _ in copy["by_value_tokens"]) == objectives["read"]["successes"]
+    assert any(line.startswith("read: token by token") for line in md)
 
 
 def test_tap_outcomes_name_where_each_miss_went():
@@ -234,11 +238,11 @@ def test_tap_outcomes_name_where_each_miss_went():
              click(7): "no shared word", click(4): "index not on screen", click(40): "index not on screen",
              format_response(Action("answer", text="Midnight Fire"), "ui_s1"): "not a click",
              "tap it": "malformed"}
-    assert {text: base_eval.tap_outcome(item, text) for text in cases} == cases
-    assert base_eval.ui_labels(ui)[3] == "Quiet Letters" and base_eval.target_quarter(item) == 2
-    assert base_eval.target_quarter({**item, "target_element": 2}) == 0
-    assert base_eval.target_quarter({**item, "target_element": 12}) == 3
-    got = base_eval.breakdown([item] * 3, [click(9), click(2), "tap it"], kind="tap")
+    assert {text: base_eval_misses.tap_outcome(item, text) for text in cases} == cases
+    assert base_eval_misses.ui_labels(ui)[3] == "Quiet Letters" and base_eval_misses.target_quarter(item) == 2
+    assert base_eval_misses.target_quarter({**item, "target_element": 2}) == 0
+    assert base_eval_misses.target_quarter({**item, "target_element": 12}) == 3
+    got = base_eval_misses.breakdown([item] * 3, [click(9), click(2), "tap it"], kind="tap")
     assert got["outcomes"] == {"right": 1, "shares a word": 1, "no shared word": 0, "index not on screen": 0,
                                "not a click": 0, "malformed": 1}
     assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]]
@@ -253,8 +257,8 @@ def test_read_outcomes_tell_a_wrong_row_from_a_garbled_copy():
     cases = {say("6:52 pm."): "right", say("7:10 PM"): "another line's text", say("Midnight Fire"): "another line's text",
              say("6:52 AM"): "part of the value", say("9:99 XM"): "other text",
              format_response(Action("click", element=6), "ui_s1"): "not an answer", "read it": "malformed"}
-    assert {text: base_eval.read_outcome(item, text) for text in cases} == cases
-    got = base_eval.breakdown([item] * 4, [say("6:52 PM"), say("7:10 PM"), say("6:52 PM"), "?"], kind="read")
+    assert {text: base_eval_misses.read_outcome(item, text) for text in cases} == cases
+    got = base_eval_misses.breakdown([item] * 4, [say("6:52 PM"), say("7:10 PM"), say("6:52 PM"), "?"], kind="read")
     assert got["outcomes"] == {"right": 2, "another line's text": 1, "part of the value": 0, "other text": 0,
                                "not an answer": 0, "malformed": 1}
     assert got["by_target_quarter"] == [[0, 0], [0, 0], [2, 4], [0, 0]]   # line 4 of 6
@@ -340,3 +344,21 @@ def test_the_named_clicks_pair_on_their_own_subset():
     named = paired[f"{base_eval.PHONESIM}: named"]   # items 0-3 only: 1100 -> 0110
     assert (named["lost"], named["gained"], named["before"], named["after"]) == (1, 1, 0.5, 0.5)
     assert named["p"] == 1.0
+
+
+def test_copy_profile_splits_the_look_up_from_the_copy():
+    """Characters as tokens: a hit, a wrong first token, a copy that fails at token 2, one that stops early, one
+    that runs on past the end, and a non-answer; every count exact."""
+    encode = lambda text: [ord(c) for c in text]
+    values = ["abcd", "abcd", "abcd", "abcd", "ab", "xyz"]
+    answers = ["abcd", "zbcd", "abxd", "abc", "abc", None]
+    got = base_eval_misses.copy_profile(values, answers, [True] + [False] * 5, encode)
+    assert got["first_token"] == [4, 5]            # every answer but "zbcd" starts right
+    # later tokens reached with a right prefix (right / reached): the hit 3/3, "abxd" 1/2 (b, then x for c),
+    # "abc" for "abcd" 2/3 (b, c, then the end token for d), "abc" for "ab" 1/1 (b); "zbcd" reaches none
+    assert got["continuation"] == [3 + 1 + 2 + 1, 3 + 2 + 3 + 1]
+    assert got["end"] == [1, 2]                    # the hit stops right; "abc" for "ab" does not
+    assert got["first_wrong"] == {0: 1, 2: 1, 3: 1, "end": 1}
+    assert got["by_value_tokens"][:4] == [[0, 0], [0, 1], [0, 1], [1, 4]]
+    assert base_eval.copy_line(got).startswith("token by token (the value encoded alone): first token 0.800 (4/5), "
+                                                "each later token 0.778 (7/9), the end 0.500 (1/2)")

@@ -169,7 +169,7 @@ def test_pointer_rows_equal_the_rows_of_the_whole_log_attention():
     assert float(jnp.exp(got[0, 1, 5:8]).sum()) == pytest.approx(1.0, abs=1e-6)   # row 7 sees its segment only
 
 
-def _stream(mix: str, **kw):
+def _stream(mix: str, answer_spaced: bool = False, **kw):
     """(tokenizer, the pretraining stream on 4-40-line screens, three goals per screen) with the tiny tokenizer."""
     from types import SimpleNamespace
 
@@ -180,7 +180,8 @@ def _stream(mix: str, **kw):
     from gui_jax.train.pretrain_data import quickstart_prompt_config
     tok = tiny_tokenizer()
     agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
-    return tok, CurriculumStream(agent, quickstart_prompt_config(40), parse_curriculum("4-40@1"), parse_mix(mix),
+    pcfg = dc.replace(quickstart_prompt_config(40), answer_spaced=answer_spaced)
+    return tok, CurriculumStream(agent, pcfg, parse_curriculum("4-40@1"), parse_mix(mix),
                                  batch_size=4, goals_per_screen=3, **kw)
 
 
@@ -289,6 +290,16 @@ def test_read_pointers_span_every_screen_token_a_response_token_covers():
     assert match == [(32, 18, 19), (33, 20, 20), (34, 21, 21), (35, 22, 22)]
 
 
+def test_a_spaced_answer_points_each_token_at_the_same_screen_token():
+    """prompt.answer_spaced writes ' "', ' 5', ... : the response's ' 5' is the screen's ' 5' (token 18), so the rows
+    equal the unspaced answer's; more spaces than the screen has before the value are named."""
+    spaced = READ_PIECES[:33] + [" 5", ":", "0", "2", '"}']
+    assert (item_pointers(spaced, 29, "item 0", read=True) == item_pointers(READ_PIECES, 29, "item 0", read=True)).all()
+    doubled = READ_PIECES[:33] + [" ", " 5", ":", "0", "2", '"}']   # "  5:02": the screen has "; 5:02"
+    with pytest.raises(ValueError, match="item 5: the answer '  5:02' starts with a space its value '5:02' lacks"):
+        item_pointers(doubled, 29, "item 5", read=True)
+
+
 def test_read_pointers_name_what_is_wrong():
     with pytest.raises(ValueError, match="item 3: no UI line named in the goal 'Read Red Sun' has the answer's "
                                          "value '5:03'"):
@@ -299,8 +310,9 @@ def test_read_pointers_name_what_is_wrong():
         parse_layout("label_bag=0.1,row=1.1,read_match=1.0", 3, 4)
 
 
-def test_the_pretraining_stream_reads_each_goals_value_from_its_row():
-    tok, stream = _stream("tap:1,read:2", seed=3, read_pointers=True)
+@pytest.mark.parametrize("answer_spaced", [False, True])
+def test_the_pretraining_stream_reads_each_goals_value_from_its_row(answer_spaced):
+    tok, stream = _stream("tap:1,read:2", seed=3, read_pointers=True, answer_spaced=answer_spaced)
     n_read = 0
     for i in range(24):
         item, sample = stream.sources[0][i], stream[i]
@@ -322,6 +334,8 @@ def test_the_pretraining_stream_reads_each_goals_value_from_its_row():
         assert [any(r.endswith(label) for r in rows_of) for label in labels] == [True] * len(labels)
         assert len(rows_of) == len(set(labels))
     assert n_read >= 10
+    if answer_spaced:   # the answers are written spaced: each copied value's first token is the screen's own
+        assert all(f'"text": " {a}"' in tok.decode(ids) for a in answers)
 
 
 def test_index_readout_is_the_heads_own_output_scored_against_the_key_token():
