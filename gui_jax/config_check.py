@@ -295,6 +295,8 @@ def _cross_checks(config) -> None:
     if m is not None and m.get("checkpoint"):
         _shape_overrides_match_checkpoint(m)
     p = config.get("prompt")
+    if m is not None and m.get("checkpoint") and p is not None:
+        _prompt_matches_checkpoint(m, p)
     if (p is not None and p.get("target") == "element" and p.get("observation") == "screenshot"
             and not p.get("set_of_mark", False)):
         _fail("prompt.target", p.target, "'element' needs the UI tree in the prompt: set prompt.observation "
@@ -389,6 +391,17 @@ def _shape_overrides_match_checkpoint(m) -> None:
             _fail(f"model.{field}", want, f"model.checkpoint {m.checkpoint!r} has {key} = {have}, and a checkpoint "
                   f"fixes the model's shape: drop the override, or set model.checkpoint='' for a random-init "
                   f"{m.get('preset', 'tiny')} preset with it")
+
+
+def _prompt_matches_checkpoint(m, p) -> None:
+    """A checkpoint trained with another prompt format (its gui_jax_export.json) would have to unlearn how it writes
+    answers: an error naming the field to set."""
+    from gui_jax.models.builtin import resolve_checkpoint
+    from gui_jax.models.export_record import RECORD, exported_prompt_format
+    for field, want in exported_prompt_format(resolve_checkpoint(m.checkpoint)).items():
+        if field in p and p[field] != want:
+            _fail(f"prompt.{field}", p[field], f"model.checkpoint {m.checkpoint!r} was trained with prompt.{field} = "
+                  f"{want} ({RECORD}): set --config.prompt.{field}={want}")
 
 
 def field_docs(config) -> dict[str, str]:

@@ -286,9 +286,10 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
         elif all(it["answer"] is not None and it.get("value_element") is not None for it in its):   # read
             out[obj]["reads"] = breakdown(its, texts, kind="read")
             tok = getattr(policy, "tokenizer", None)
-            if tok is not None:   # the look-up's first token against the copy after it
-                out[obj]["reads"]["copy"] = copy_profile(
-                    [it["answer"] for it in its], [answer_text(it, t) for it, t in zip(its, texts)], hits, tok.encode)
+            if tok is not None:   # the look-up's first token against the copy after it, in the expert's form
+                out[obj]["reads"]["copy"] = copy_profile(   # (prompt.answer_spaced: " Sep 8")
+                    [answer_text(it, it["target"]) for it in its], [answer_text(it, t) for it, t in zip(its, texts)],
+                    hits, tok.encode)
     return out
 
 
@@ -396,7 +397,7 @@ def copy_line(c: dict) -> str:
     rate = lambda rt: f"{rt[0] / rt[1]:.3f} ({rt[0]}/{rt[1]})" if rt[1] else "- (0/0)"
     lengths = ", ".join(f"{k + 1}{'+' if k + 1 == len(c['by_value_tokens']) else ''}: {h}/{n}"
                         for k, (h, n) in enumerate(c["by_value_tokens"]) if n)
-    return (f"token by token (the value encoded alone): first token {rate(c['first_token'])}, each later token "
+    return (f"token by token (the expert's answer text encoded alone): first token {rate(c['first_token'])}, each later token "
             f"{rate(c['continuation'])}, the end {rate(c['end'])}; first wrong token of the misses "
             + ", ".join(f"{k} {v}" for k, v in c["first_wrong"].items()) + f"; right by the value's tokens {lengths}")
 

@@ -123,8 +123,8 @@ BY_LENGTH_CAP = 8  # value lengths in tokens from this on share one bucket
 
 def copy_profile(values: Sequence[str], answers: Sequence[Optional[str]], hits: Sequence[bool],
                  encode: Callable[[str], list[int]]) -> dict:
-    """A read answer token by token against its value (each encoded on its own, so a first token can differ from
-    the one in context by a leading space): `first_token` [right, answered] (the look-up: the right row's first
+    """A read answer token by token against the expert's answer text `values` (each encoded on its own, so a first
+    token can differ from the one in context): `first_token` [right, answered] (the look-up: the right row's first
     token), `continuation` [right, reached] over the value's later tokens reached with every earlier one right
     (the copy), `end` [right, reached] (stopping after the last token), `first_wrong` {token index or "end": misses},
     `by_value_tokens` [[hits, items] for 1, 2, ..., BY_LENGTH_CAP+ tokens]. A read's accuracy is about

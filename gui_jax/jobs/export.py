@@ -16,6 +16,8 @@ import os
 import shutil
 
 from gui_jax.jobs.common import load_stage_params, set_agent_params
+from gui_jax.models.builtin import resolve_checkpoint
+from gui_jax.models.export_record import RECORD, exported_prompt_format, trained_prompt_format
 from gui_jax.rl.agent import Agent
 from gui_jax.config_check import RunError
 
@@ -49,19 +51,22 @@ def write_processor_config(processor, out_dir: str) -> None:
         json.dump(d, f, indent=2)
 
 
-def export_agent(agent, out_dir: str, *, dtype: str | None = None, source: dict | None = None) -> list[str]:
-    """Weights + config + tokenizer + processor config of `agent` into `out_dir`; returns the files written."""
+def export_agent(agent, out_dir: str, *, dtype: str | None = None, source: dict | None = None,
+                 prompt: dict | None = None) -> list[str]:
+    """Weights + config + tokenizer + processor config of `agent` into `out_dir`; returns the files written.
+    `prompt`: the prompt format the weights were trained with (prompt_format), recorded in gui_jax_export.json."""
     from gui_jax.models.qwen2_5_vl.hf_io import save_hf_checkpoint
     if os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.exists(
-            os.path.join(out_dir, "gui_jax_export.json")):
+            os.path.join(out_dir, RECORD)):
         raise FileExistsError(f"{out_dir} exists and is not an earlier export; choose an empty export.out_dir")
     os.makedirs(out_dir, exist_ok=True)
     files = list(save_hf_checkpoint(agent.model(), out_dir, dtype=dtype or None))
     files.append(write_tokenizer(agent.tokenizer, out_dir))
     write_processor_config(agent.processor, out_dir)
-    with open(os.path.join(out_dir, "gui_jax_export.json"), "w") as f:
-        json.dump({"source": source or {}, "dtype": dtype or "params"}, f, indent=1)
-    return files + ["config.json", "preprocessor_config.json", "gui_jax_export.json"]
+    with open(os.path.join(out_dir, RECORD), "w") as f:
+        json.dump({"source": source or {}, "dtype": dtype or "params", **({"prompt": prompt} if prompt else {})},
+                  f, indent=1)
+    return files + ["config.json", "preprocessor_config.json", RECORD]
 
 
 def run(config, workdir: str) -> None:
@@ -72,11 +77,14 @@ def run(config, workdir: str) -> None:
         params, step = load_stage_params(ecfg.checkpoint_dir, field="export.checkpoint_dir")
         set_agent_params(agent, params, ecfg.checkpoint_dir)
         source.update({"checkpoint_dir": os.path.abspath(ecfg.checkpoint_dir), "step": int(step)})
+        prompt = trained_prompt_format(ecfg.checkpoint_dir)
     elif not config.model.get("checkpoint"):
         raise RunError("export needs export.checkpoint_dir (a training stage's checkpoints folder) or "
                          "model.checkpoint (a Hugging Face directory to re-export)")
+    else:
+        prompt = exported_prompt_format(resolve_checkpoint(config.model.checkpoint))
     out_dir = ecfg.out_dir or os.path.join(workdir, "hf")
     if ecfg.overwrite and os.path.isdir(out_dir):
         shutil.rmtree(out_dir)
-    files = export_agent(agent, out_dir, dtype=ecfg.dtype or None, source=source)
+    files = export_agent(agent, out_dir, dtype=ecfg.dtype or None, source=source, prompt=prompt)
     print(f"exported {agent.num_params() / 1e6:.2f}M params to {out_dir}: {', '.join(sorted(set(files)))}")

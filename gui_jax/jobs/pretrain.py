@@ -220,6 +220,7 @@ def model_card(config, workdir: str, out: dict) -> str:
 
 def run(config, workdir: str) -> None:
     from gui_jax.jobs.export import export_agent
+    from gui_jax.models.export_record import prompt_format
     from gui_jax.rl.agent import Agent
     from gui_jax.rl.prompting import PromptConfig
     from gui_jax.train.pretrain import curriculum_of, parse_mix, train_pretrain
@@ -277,7 +278,8 @@ def run(config, workdir: str) -> None:
     logger.close()
     base = os.path.join(workdir, "base")
     files = export_agent(agent, base, dtype=cfg.export_dtype or None,
-                         source={"job": "pretrain", "steps": out["steps"], "workdir": os.path.abspath(workdir)})
+                         source={"job": "pretrain", "steps": out["steps"], "workdir": os.path.abspath(workdir)},
+                         prompt=prompt_format(prompt_cfg))
     with open(os.path.join(base, "README.md"), "w") as f:
         f.write(model_card(config, workdir, out))
     out.update(seconds_this_run=round(time.time() - start, 1), exported=sorted(files + ["README.md"]))

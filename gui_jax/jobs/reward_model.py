@@ -269,5 +269,7 @@ def run(config, workdir: str) -> None:
     evaluate_rm(agent, test.records, list(test.episodes.values()), pcfg, rcfg, workdir, extra={"train": info})
     if config.rm.get("export_dir"):
         from gui_jax.jobs.export import export_agent
-        export_agent(agent, config.rm.export_dir, source={"job": "reward_model", "workdir": os.path.abspath(workdir)})
+        from gui_jax.models.export_record import prompt_format
+        export_agent(agent, config.rm.export_dir, source={"job": "reward_model", "workdir": os.path.abspath(workdir)},
+                     prompt=prompt_format(config.prompt))
         print(f"reward model written to {os.path.abspath(config.rm.export_dir)}")

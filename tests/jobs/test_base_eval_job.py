@@ -360,5 +360,5 @@ def test_copy_profile_splits_the_look_up_from_the_copy():
     assert got["end"] == [1, 2]                    # the hit stops right; "abc" for "ab" does not
     assert got["first_wrong"] == {0: 1, 2: 1, 3: 1, "end": 1}
     assert got["by_value_tokens"][:4] == [[0, 0], [0, 1], [0, 1], [1, 4]]
-    assert base_eval.copy_line(got).startswith("token by token (the value encoded alone): first token 0.800 (4/5), "
+    assert base_eval.copy_line(got).startswith("token by token (the expert's answer text encoded alone): first token 0.800 (4/5), "
                                                 "each later token 0.778 (7/9), the end 0.500 (1/2)")

@@ -1,0 +1,53 @@
+"""An export records the prompt format its weights were trained with (gui_jax_export.json), and a job that starts
+from it with another format is refused in one line, naming the field to set."""
+import json
+import os
+import shutil
+
+import ml_collections
+import pytest
+
+from gui_jax.config_check import ConfigError, check_config
+from gui_jax.models.export_record import exported_prompt_format, prompt_format, trained_prompt_format
+from gui_jax.rl.prompting import PromptConfig
+from gui_jax.train.config_blocks import model_block, prompt_block
+
+
+def test_the_format_comes_from_a_prompt_block_or_the_runs_config(tmp_path):
+    assert prompt_format(PromptConfig(answer_spaced=True)) == {"answer_spaced": True}
+    assert prompt_format({"answer_spaced": False, "word_tokens": True}) == {"answer_spaced": False}
+    run = tmp_path / "run"
+    (run / "sft" / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints").mkdir()
+    (run / "config.json").write_text(json.dumps({"prompt": {"answer_spaced": True, "max_ui_lines": 40}}))
+    assert trained_prompt_format(str(run / "checkpoints")) == {"answer_spaced": True}        # <workdir>/checkpoints
+    assert trained_prompt_format(str(run / "sft" / "checkpoints")) == {"answer_spaced": True}  # a stage's
+    assert trained_prompt_format(str(tmp_path / "elsewhere" / "checkpoints")) == {}
+    assert exported_prompt_format(str(tmp_path)) == {}                                        # no record
+
+
+def test_a_checkpoint_pretrained_with_spaced_answers_needs_them(tmp_path):
+    from gui_jax.models.builtin import resolve_checkpoint
+    shutil.copy(os.path.join(resolve_checkpoint("builtin:tiny-base"), "config.json"), tmp_path / "config.json")
+    (tmp_path / "gui_jax_export.json").write_text(json.dumps({"source": {}, "prompt": {"answer_spaced": True}}))
+    m = model_block()
+    m.checkpoint = str(tmp_path)
+    config = ml_collections.ConfigDict({"job": "evaluate", "model": m, "prompt": prompt_block()})
+    with pytest.raises(ConfigError, match=r"config.prompt.answer_spaced = False: model.checkpoint '.*' was trained "
+                                          r"with prompt.answer_spaced = True \(gui_jax_export.json\): set "
+                                          r"--config.prompt.answer_spaced=True"):
+        check_config(config)
+    config.prompt.answer_spaced = True
+    check_config(config)
+
+
+def test_export_agent_writes_the_format(tmp_path):
+    from gui_jax.jobs.export import export_agent
+    from gui_jax.rl.agent import Agent
+    agent = Agent(ml_collections.ConfigDict({"model": model_block()}), seed=0)
+    export_agent(agent, str(tmp_path / "hf"), source={"job": "test"}, prompt={"answer_spaced": True})
+    record = json.loads((tmp_path / "hf" / "gui_jax_export.json").read_text())
+    assert record["prompt"] == {"answer_spaced": True} and record["source"] == {"job": "test"}
+    assert exported_prompt_format(str(tmp_path / "hf")) == {"answer_spaced": True}
+    export_agent(agent, str(tmp_path / "plain"))
+    assert "prompt" not in json.loads((tmp_path / "plain" / "gui_jax_export.json").read_text())
