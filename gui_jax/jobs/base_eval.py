@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import time
 from typing import Optional, Sequence
 
@@ -192,10 +193,15 @@ def generate_texts(policy, prompts: Sequence, *, max_new_tokens: int, seed: int,
     return out
 
 
+_SPACED_ANSWER = re.compile(r'("text":\s*") ')
+
+
 def items_digest(prompts: Sequence, targets: Sequence[str]) -> str:
     """A fingerprint of a part's items (prompts and expert responses, in order): two results with the same digest
-    scored the same items, so their per-item hits pair up."""
-    blob = json.dumps([[p, t] for p, t in zip(prompts, targets)], sort_keys=True, default=str)
+    scored the same items, so their per-item hits pair up. An answer's leading space (prompt.answer_spaced) is
+    left out: a spaced and a plain base answer the same items."""
+    blob = json.dumps([[p, _SPACED_ANSWER.sub(r"\1", t)] for p, t in zip(prompts, targets)], sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

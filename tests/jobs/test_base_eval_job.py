@@ -362,3 +362,14 @@ def test_copy_profile_splits_the_look_up_from_the_copy():
     assert got["by_value_tokens"][:4] == [[0, 0], [0, 1], [0, 1], [1, 4]]
     assert base_eval.copy_line(got).startswith("token by token (the expert's answer text encoded alone): first token 0.800 (4/5), "
                                                 "each later token 0.778 (7/9), the end 0.500 (1/2)")
+
+
+def test_spaced_and_plain_answers_digest_as_the_same_items():
+    """A base pretrained with prompt.answer_spaced pairs with a plain one on the same screens; any other change of
+    an expert response is another item."""
+    say = lambda t: format_response(Action("answer", text=t), "ui_s1")
+    prompts = [[{"role": "user", "content": "Goal: What is under Red Sun?"}]]
+    plain = base_eval.items_digest(prompts, [say("5:02")])
+    assert base_eval.items_digest(prompts, [say(" 5:02")]) == plain
+    assert base_eval.items_digest(prompts, [say("5:03")]) != plain
+    assert base_eval.items_digest(prompts, [say("  5:02")]) != plain
