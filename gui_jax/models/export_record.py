@@ -28,12 +28,19 @@ def exported_prompt_format(directory: str) -> dict:
 
 def trained_prompt_format(checkpoint_dir: str) -> dict:
     """The prompt format of the run whose stage checkpoints are `checkpoint_dir`, from its workdir's config.json one
-    or two folders up (<workdir>/checkpoints, <workdir>/<stage>/checkpoints); {} when none is found."""
+    or two folders up (<workdir>/checkpoints, <workdir>/<stage>/checkpoints: {job: {"saved_at", "config": {flat
+    path: value}}}, jobs/common.write_snapshot), the latest job's that has a prompt; {} when none is found."""
     here = os.path.abspath(checkpoint_dir)
     for _ in (1, 2):
         here = os.path.dirname(here)
         path = os.path.join(here, "config.json")
         if os.path.isfile(path):
             with open(path) as f:
-                return prompt_format(json.load(f).get("prompt") or {})
+                jobs = [v for v in json.load(f).values() if isinstance(v, dict) and isinstance(v.get("config"), dict)]
+            for job in sorted(jobs, key=lambda v: str(v.get("saved_at", "")), reverse=True):
+                found = prompt_format({k[len("prompt."):]: v for k, v in job["config"].items()
+                                       if k.startswith("prompt.")})
+                if found:
+                    return found
+            return {}
     return {}

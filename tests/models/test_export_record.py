@@ -19,7 +19,12 @@ def test_the_format_comes_from_a_prompt_block_or_the_runs_config(tmp_path):
     run = tmp_path / "run"
     (run / "sft" / "checkpoints").mkdir(parents=True)
     (run / "checkpoints").mkdir()
-    (run / "config.json").write_text(json.dumps({"prompt": {"answer_spaced": True, "max_ui_lines": 40}}))
+    # the workdir's config snapshot (jobs/common.write_snapshot): the latest job with a prompt block decides
+    (run / "config.json").write_text(json.dumps({
+        "quickstart": {"saved_at": "2026-12-05T20:00:00", "config": {"prompt.answer_spaced": False}},
+        "pretrain": {"saved_at": "2026-12-05T21:00:00", "config": {"prompt.answer_spaced": True,
+                                                                  "prompt.max_ui_lines": 40}},
+        "export": {"saved_at": "2026-12-05T22:00:00", "config": {"export.dtype": ""}}}))
     assert trained_prompt_format(str(run / "checkpoints")) == {"answer_spaced": True}        # <workdir>/checkpoints
     assert trained_prompt_format(str(run / "sft" / "checkpoints")) == {"answer_spaced": True}  # a stage's
     assert trained_prompt_format(str(tmp_path / "elsewhere" / "checkpoints")) == {}
