@@ -297,6 +297,8 @@ def _cross_checks(config) -> None:
     p = config.get("prompt")
     if m is not None and m.get("checkpoint") and p is not None:
         _prompt_matches_checkpoint(m, p)
+    if p is not None:
+        _prompt_matches_stage_checkpoints(config, p)
     if (p is not None and p.get("target") == "element" and p.get("observation") == "screenshot"
             and not p.get("set_of_mark", False)):
         _fail("prompt.target", p.target, "'element' needs the UI tree in the prompt: set prompt.observation "
@@ -402,6 +404,20 @@ def _prompt_matches_checkpoint(m, p) -> None:
         if field in p and p[field] != want:
             _fail(f"prompt.{field}", p[field], f"model.checkpoint {m.checkpoint!r} was trained with prompt.{field} = "
                   f"{want} ({RECORD}): set --config.prompt.{field}={want}")
+
+
+def _prompt_matches_stage_checkpoints(config, p) -> None:
+    """The same for a stage's Orbax checkpoints a job starts from or scores (init / eval .checkpoint_dir): the format
+    of the run that wrote them (its workdir's config snapshot)."""
+    from gui_jax.models.export_record import trained_prompt_format
+    for block in ("init", "eval"):
+        folder = (config.get(block) or {}).get("checkpoint_dir", "")
+        if not folder:
+            continue
+        for field, want in trained_prompt_format(folder).items():
+            if field in p and p[field] != want:
+                _fail(f"prompt.{field}", p[field], f"{block}.checkpoint_dir {folder!r} was trained with "
+                      f"prompt.{field} = {want} (its run's config.json): set --config.prompt.{field}={want}")
 
 
 def field_docs(config) -> dict[str, str]:

@@ -403,8 +403,8 @@ def copy_line(c: dict) -> str:
     rate = lambda rt: f"{rt[0] / rt[1]:.3f} ({rt[0]}/{rt[1]})" if rt[1] else "- (0/0)"
     lengths = ", ".join(f"{k + 1}{'+' if k + 1 == len(c['by_value_tokens']) else ''}: {h}/{n}"
                         for k, (h, n) in enumerate(c["by_value_tokens"]) if n)
-    return (f"token by token (the expert's answer text encoded alone): first token {rate(c['first_token'])}, each later token "
-            f"{rate(c['continuation'])}, the end {rate(c['end'])}; first wrong token of the misses "
+    return (f"token by token (the expert's answer text encoded alone): first token {rate(c['first_token'])}, "
+            f"each later token {rate(c['continuation'])}, the end {rate(c['end'])}; first wrong token of the misses "
             + ", ".join(f"{k} {v}" for k, v in c["first_wrong"].items()) + f"; right by the value's tokens {lengths}")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional, Sequence
 
+
 def parsed_action(text: str, dialect: str):
     """The action a response writes under the dialect's parser, None when it cannot be parsed (malformed)."""
     from gui_jax.core.dialects import ActionParseError, parse_response

@@ -56,3 +56,17 @@ def test_export_agent_writes_the_format(tmp_path):
     assert exported_prompt_format(str(tmp_path / "hf")) == {"answer_spaced": True}
     export_agent(agent, str(tmp_path / "plain"))
     assert "prompt" not in json.loads((tmp_path / "plain" / "gui_jax_export.json").read_text())
+
+
+def test_stage_checkpoints_of_a_spaced_run_need_the_flag_too(tmp_path):
+    """eval.checkpoint_dir / init.checkpoint_dir: the format of the run that wrote them (its config snapshot)."""
+    (tmp_path / "sft" / "checkpoints" / "400").mkdir(parents=True)   # a numbered step folder
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"quickstart": {"saved_at": "2026-12-05T20:00:00", "config": {"prompt.answer_spaced": True}}}))
+    config = ml_collections.ConfigDict({"job": "evaluate", "model": model_block(), "prompt": prompt_block(),
+                                        "eval": {"checkpoint_dir": str(tmp_path / "sft" / "checkpoints")}})
+    with pytest.raises(ConfigError, match=r"config.prompt.answer_spaced = False: eval.checkpoint_dir '.*' was "
+                                          r"trained with prompt.answer_spaced = True \(its run's config.json\)"):
+        check_config(config)
+    config.prompt.answer_spaced = True
+    check_config(config)
