@@ -140,6 +140,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
     assert sft.learning_rate == 1e-3 and sft.num_steps == 200 and sft.grounding_instruction == "Tap on '{label}'."
     assert rl.dual_clip == 3.0 and rl.require_thought is None and rl.kl_coef == 1e-4 and rl.num_rollouts == 4
     assert prompt.max_ui_lines == 40 and prompt.ui_text_class is True and prompt.dialect == "ui_s1"
+    assert prompt.answer_spaced is False   # answers as written; a base pretrained spaced records it
     assert model.max_pixels == 28 * 28 * 1280 and model.tokenizer == "auto" and B.model_block("7b").preset == "7b"
     assert mesh.fsdp == -1 and mesh.compute_dtype == "bfloat16" and "remat" not in mesh
     assert list(model._fields)[:3] == ["preset", "checkpoint", "num_hidden_layers"]
@@ -150,7 +151,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
     assert rl.template_sampling == "uniform" and rl.template_sampling_floor == 0.2  # the plain shuffled draw
     assert rl.offline_reward == "rule" and rl.rm_checkpoint_dir == "" and rl.rm_scorer == "policy_likelihood"
     assert sft.micro_rows == rl.micro_rows == "fixed" and model.sample_batch_buckets == "powers_of_4"
-    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [15, 18, 23, 48, 11]
+    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [15, 19, 23, 48, 11]
     # None-able fields are typed FieldReferences: None and back, and no other type
     rl.dual_clip = None
     rl.dual_clip = 2.0
