@@ -295,10 +295,8 @@ def _cross_checks(config) -> None:
     if m is not None and m.get("checkpoint"):
         _shape_overrides_match_checkpoint(m)
     p = config.get("prompt")
-    if m is not None and m.get("checkpoint") and p is not None:
-        _prompt_matches_checkpoint(m, p)
     if p is not None:
-        _prompt_matches_stage_checkpoints(config, p)
+        _prompt_formats_match(config, m, p)
     if (p is not None and p.get("target") == "element" and p.get("observation") == "screenshot"
             and not p.get("set_of_mark", False)):
         _fail("prompt.target", p.target, "'element' needs the UI tree in the prompt: set prompt.observation "
@@ -395,29 +393,26 @@ def _shape_overrides_match_checkpoint(m) -> None:
                   f"{m.get('preset', 'tiny')} preset with it")
 
 
-def _prompt_matches_checkpoint(m, p) -> None:
-    """A checkpoint trained with another prompt format (its gui_jax_export.json) would have to unlearn how it writes
-    answers: an error naming the field to set."""
+def _prompt_formats_match(config, m, p) -> None:
+    """Weights trained with another prompt format would have to unlearn how they write answers: a model.checkpoint
+    (its gui_jax_export.json) or a stage's Orbax checkpoints a job starts from or scores (init / eval
+    .checkpoint_dir: its run's config snapshot) in another format is an error naming the field to set."""
     from gui_jax.models.builtin import resolve_checkpoint
-    from gui_jax.models.export_record import RECORD, exported_prompt_format
-    for field, want in exported_prompt_format(resolve_checkpoint(m.checkpoint)).items():
-        if field in p and p[field] != want:
-            _fail(f"prompt.{field}", p[field], f"model.checkpoint {m.checkpoint!r} was trained with prompt.{field} = "
-                  f"{want} ({RECORD}): set --config.prompt.{field}={want}")
-
-
-def _prompt_matches_stage_checkpoints(config, p) -> None:
-    """The same for a stage's Orbax checkpoints a job starts from or scores (init / eval .checkpoint_dir): the format
-    of the run that wrote them (its workdir's config snapshot)."""
-    from gui_jax.models.export_record import trained_prompt_format
+    from gui_jax.models.export_record import RECORD, exported_prompt_format, trained_prompt_format
+    sources = []
+    if m is not None and m.get("checkpoint"):
+        sources.append((f"model.checkpoint {m.checkpoint!r}", RECORD,
+                        exported_prompt_format(resolve_checkpoint(m.checkpoint))))
     for block in ("init", "eval"):
         folder = (config.get(block) or {}).get("checkpoint_dir", "")
-        if not folder:
-            continue
-        for field, want in trained_prompt_format(folder).items():
+        if folder:
+            sources.append((f"{block}.checkpoint_dir {folder!r}", "its run's config.json",
+                            trained_prompt_format(folder)))
+    for what, where, recorded in sources:
+        for field, want in recorded.items():
             if field in p and p[field] != want:
-                _fail(f"prompt.{field}", p[field], f"{block}.checkpoint_dir {folder!r} was trained with "
-                      f"prompt.{field} = {want} (its run's config.json): set --config.prompt.{field}={want}")
+                _fail(f"prompt.{field}", p[field], f"{what} was trained with prompt.{field} = {want} ({where}): "
+                      f"set --config.prompt.{field}={want}")
 
 
 def field_docs(config) -> dict[str, str]:
