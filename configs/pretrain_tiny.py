@@ -23,7 +23,10 @@ def get_config():
     c.prompt = prompt_block()
     c.prompt.update(observation="ui_text", target="element", history_turns=0, history_mode="compact",
                     system_prompt=False, max_ui_lines=40, word_tokens=True, ui_text_skip_unlabeled=True,
-                    ui_text_class=False, goal_last=True)
+                    ui_text_class=False, goal_last=True,
+                    # answers written " Sep 8": a copied value keeps the screen's tokens (` S|ep`); the shipped base
+                    # since update 24,474 (its card: the phases before ran with False)
+                    answer_spaced=True)
     c.pretrain = ml_collections.ConfigDict({
         "num_steps": 20000,
         "batch_size": 32,

@@ -22,7 +22,7 @@ def get_config():
         "runs": ("runs/experiments/sft_vs_offline_vs_semi/semi_online_rl/seed=*",),
         # glob patterns of stage checkpoints folders (each kept step evaluated) or of step folders: the SFT along
         # its way (a quickstart run keeping every 50th step: --config.sft.checkpoint_every=50
-        # --config.sft.checkpoints_kept=0 --config.rl.iterations=0 --workdir runs/sop_sft; its step 400 is seed 0's
+        # --config.sft.checkpoints_kept=0 --config.rl.iterations=0 --workdir runs/sop_sft; its last step is seed 0's
         # SFT above) and the ends of experiments/online_vs_sft.py's GRPO and AdaGRPO runs
         "checkpoints": ("runs/sop_sft/sft/checkpoints/?0", "runs/sop_sft/sft/checkpoints/[1-3]?0",
                         "runs/experiments/online_vs_sft/*grpo/seed=0/online/checkpoints/240"),

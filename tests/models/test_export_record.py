@@ -70,3 +70,23 @@ def test_stage_checkpoints_of_a_spaced_run_need_the_flag_too(tmp_path):
         check_config(config)
     config.prompt.answer_spaced = True
     check_config(config)
+
+
+def test_every_recipe_that_starts_from_the_shipped_base_writes_its_format():
+    """The shipped base records its prompt format; each recipe in configs/ whose model starts from it must use
+    that format (a recipe left on the other one would fail at its first run, naming the flag)."""
+    import glob
+
+    from gui_jax.jobs import load_config
+    from gui_jax.models.builtin import resolve_checkpoint
+    shipped = exported_prompt_format(resolve_checkpoint("builtin:tiny-base"))
+    assert shipped == {"answer_spaced": True}
+    starting = []
+    for path in sorted(glob.glob("configs/*.py")):
+        config = load_config(path)
+        if (config.get("model") or {}).get("checkpoint") != "builtin:tiny-base":
+            continue
+        starting.append(os.path.basename(path))
+        assert prompt_format(config.prompt) == shipped, path
+        check_config(config)
+    assert {"quickstart.py", "base_eval.py", "reward_model.py", "grpo_online.py"} <= set(starting), starting
