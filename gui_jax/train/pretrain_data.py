@@ -95,11 +95,12 @@ class Difficulty:
             raise ValueError("difficulty.label_kinds is empty (None = the default kinds)")
 
 
-def quickstart_prompt_config(max_ui_lines: int = 24, dialect: str = "ui_s1") -> PromptConfig:
-    """The tiny agent's prompt settings (configs/quickstart.py), with room for `max_ui_lines` lines."""
+def quickstart_prompt_config(max_ui_lines: int = 24, dialect: str = "ui_s1", answer_spaced: bool = True) -> PromptConfig:
+    """The tiny agent's prompt settings (configs/quickstart.py), with room for `max_ui_lines` lines; answers spaced as
+    the shipped base writes them (answer_spaced=False: the plain form of the bases before it)."""
     return PromptConfig(dialect=dialect, observation="ui_text", target="element", history_turns=0,
                         history_mode="compact", system_prompt=False, max_ui_lines=max_ui_lines, word_tokens=True,
-                        ui_text_skip_unlabeled=True, ui_text_class=False, goal_last=True)
+                        ui_text_skip_unlabeled=True, ui_text_class=False, goal_last=True, answer_spaced=answer_spaced)
 
 
 def _needs(objective: str) -> tuple[str, ...]:

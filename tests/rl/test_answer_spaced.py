@@ -12,7 +12,7 @@ from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, expert_element, jud
 from gui_jax.tasks.generate import generate_episodes
 from gui_jax.train.pretrain_data import quickstart_prompt_config
 
-PLAIN = quickstart_prompt_config(24)
+PLAIN = quickstart_prompt_config(24, answer_spaced=False)
 SPACED = dataclasses.replace(PLAIN, answer_spaced=True)
 
 
