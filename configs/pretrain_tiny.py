@@ -11,7 +11,7 @@ from PhoneSim's tasks; the reading accuracy is measured on a label pool pretrain
 import ml_collections
 
 from gui_jax.train.attention_pointers import DEFAULT_LAYOUT
-from gui_jax.train.config_blocks import model_block, prompt_block
+from gui_jax.train.config_blocks import model_block, sibling_recipe
 
 
 def get_config():
@@ -19,14 +19,10 @@ def get_config():
     c.job = "pretrain"
     c.seed = 0
     c.model = model_block("tiny")
-    # the tiny agent's prompt (configs/quickstart.py), with room for 40-line screens
-    c.prompt = prompt_block()
-    c.prompt.update(observation="ui_text", target="element", history_turns=0, history_mode="compact",
-                    system_prompt=False, max_ui_lines=40, word_tokens=True, ui_text_skip_unlabeled=True,
-                    ui_text_class=False, goal_last=True,
-                    # answers written " Sep 8": a copied value keeps the screen's tokens (` S|ep`); the shipped base
-                    # since update 24,474 (its card: the phases before ran with False)
-                    answer_spaced=True)
+    # the tiny agent's prompt (configs/quickstart.py's block: answers spaced as the shipped base writes them since
+    # update 24,474; its card's earlier phases ran with answer_spaced=False), with room for 40-line screens
+    c.prompt = sibling_recipe(__file__, "quickstart").get_config().prompt
+    c.prompt.max_ui_lines = 40
     c.pretrain = ml_collections.ConfigDict({
         "num_steps": 20000,
         "batch_size": 32,
