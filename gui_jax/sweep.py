@@ -254,59 +254,65 @@ READY_POLL_S = 5.0  # how often a dependant waiting for a stage of a running sou
 
 
 def run_points(jobs: dict, parallel: int = 1, after: dict | None = None, desc: str = "points") -> list:
-    """Runs jobs {key: fn() -> return code} `parallel` at a time, in the dict's order; a key in
-    `after` ({key: source, or a list of them}) starts once its sources have finished and is skipped if
-    one failed. A source is a key, or (key, ready) with ready() -> bool: then the dependant starts as soon
-    as ready() holds (the source's stage it needs is written) while the rest of the source still runs, and is
-    skipped if the source fails before that. Sources must come before their dependants in `jobs` (the pool
-    takes jobs in order, so a waiting dependant's sources are already running and the wait cannot deadlock).
-    Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job
-    starts after it, and the exception propagates."""
+    """Runs jobs {key: fn() -> return code} `parallel` at a time; a key in `after` ({key: source, or a list of
+    them}) starts once its sources have finished and is skipped if one failed. A source is a key, or (key, ready)
+    with ready() -> bool: then the dependant starts as soon as ready() holds (the source's stage it needs is
+    written) while the rest of the source still runs, and is skipped if the source fails before that. Whenever a
+    slot is free, the first job in the dict's order whose sources allow it starts: a dependant still waiting holds
+    no slot, so independent chains share the slots (sources must come before their dependants in `jobs`).
+    Returns the keys that failed. A job that raises (or Ctrl-C) stops the run like a kill: no job starts after
+    it, and the exception propagates."""
     from gui_jax.core.progress import progress
     after = after or {}
-    futs: dict = {}
-    raised: list = []
+    codes: dict = {}      # key -> return code of a finished (or skipped) job
+    running: dict = {}    # future -> key
+    pending = list(jobs)
 
-    def source_ok(src) -> bool:
+    def source_state(src) -> str:
         key, ready = src if isinstance(src, tuple) else (src, None)
-        if key not in futs:
-            return True
-        while ready is not None and not futs[key].done():
-            if ready():
-                return True
-            try:
-                futs[key].exception(timeout=READY_POLL_S)  # returns early when the source ends
-            except concurrent.futures.TimeoutError:
-                pass
-        return futs[key].result() == 0 or (ready is not None and ready())
+        if key not in jobs:
+            return "ok"
+        if key in codes:
+            return "ok" if codes[key] == 0 or (ready is not None and ready()) else "failed"
+        if ready is not None and key in running.values() and ready():
+            return "ok"
+        return "wait"
 
-    def one(key):
-        if raised:  # checked in the worker, so no job slips in before the main thread sees the error
-            return None
+    def startable(key) -> str:
         srcs = after.get(key)
-        for src in srcs if isinstance(srcs, list) else [srcs]:
-            if not source_ok(src):
-                return SOURCE_FAILED
-        try:
-            return jobs[key]()
-        except BaseException as e:
-            raised.append(e)
-            raise
+        states = [source_state(s) for s in (srcs if isinstance(srcs, list) else [srcs] if srcs else [])]
+        return "failed" if "failed" in states else "wait" if "wait" in states else "ok"
 
-    failed = []
+    bar = progress(total=len(jobs), desc=desc, unit="pt")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel))
     try:
-        for key in jobs:
-            futs[key] = pool.submit(one, key)
-        key_of = {f: k for k, f in futs.items()}
-        for fut in progress(concurrent.futures.as_completed(key_of), total=len(futs), desc=desc, unit="pt"):
-            if fut.result() != 0:
-                failed.append(key_of[fut])
+        while pending or running:
+            for key in list(pending):
+                state = startable(key)
+                if state == "failed":
+                    pending.remove(key)
+                    codes[key] = SOURCE_FAILED
+                    bar.update(1)
+                elif state == "ok" and len(running) < max(1, parallel):
+                    pending.remove(key)
+                    running[pool.submit(jobs[key])] = key
+            if not running:
+                if pending and all(startable(k) == "wait" for k in pending):
+                    raise RuntimeError(f"run_points: {pending} wait on each other (a source after its dependant?)")
+                continue  # skips above: look again
+            done, _ = concurrent.futures.wait(running, timeout=READY_POLL_S,
+                                              return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in done:
+                key = running.pop(fut)
+                codes[key] = fut.result()  # a job that raised stops the run here
+                bar.update(1)
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)  # like a kill: points not started stay to do
         raise
+    finally:
+        bar.close()
     pool.shutdown(wait=True)
-    return [k for k in jobs if k in failed]
+    return [k for k in jobs if codes.get(k, 0) != 0]
 
 
 def is_done(workdir: str, point: SweepPoint) -> bool:

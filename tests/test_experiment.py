@@ -531,3 +531,26 @@ def test_successes_by_template_count_each_arms_tasks_and_skip_ids_without_a_temp
                                 "stages": [], "seeds_done": [], "base": None}
     md = ge.markdown(report)
     assert "| template | a | b |" in md and "| music.play | 2/3 | 0/1 |" in md and "| clock.x | 0/1 | 1/1 |" in md
+
+
+def test_a_waiting_dependant_holds_no_slot():
+    """Two slots, jobs a, b (after a), c: c runs beside a instead of waiting behind b. a blocks until c has
+    started (an Event, not a clock): with b holding the second slot, a's wait would time out."""
+    import threading
+    c_started, seen, order = threading.Event(), [], []
+
+    def a():
+        order.append("a")
+        seen.append(c_started.wait(timeout=60))
+        return 0
+
+    def c():
+        order.append("c")
+        c_started.set()
+        return 0
+
+    jobs = {"a": a, "b": lambda: order.append("b") or 0, "c": c}
+    assert gs.run_points(jobs, parallel=2, after={"b": "a"}) == []
+    assert seen == [True] and order == ["a", "c", "b"]
+    with pytest.raises(RuntimeError, match="wait on each other"):
+        gs.run_points({"x": lambda: 0, "y": lambda: 0}, parallel=1, after={"x": "y", "y": "x"})
