@@ -200,9 +200,9 @@ def test_rm_writes_label_clicks_as_their_element_or_as_the_policy_wrote_them():
     nowhere = StepRef("live", 0, Action("click", text="$137.0"))
     assert action_text({}, nowhere, nowhere.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", '
                                                                    '"text": "$137.0"}</action>')
-    with pytest.raises(ValueError, match="names no UI element"):
-        offscreen = StepRef("live", 0, Action("click", x=-5.0, y=-5.0))
-        action_text({}, offscreen, offscreen.action, obs, pcfg)
+    offscreen = StepRef("live", 0, Action("click", x=-5.0, y=-5.0))  # a sampled point on no element
+    assert action_text({}, offscreen, offscreen.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", '
+                                                                       '"coordinate": [-5, -5]}</action>')
 
 
 def test_described_targets_name_the_clicked_element():
