@@ -143,9 +143,9 @@ def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: 
         if element is None and action.text is not None and action.x is None:
             # a sampled label that names nothing on this screen: scored as the policy wrote it
             return format_response(Action(action.type, text=action.text), pcfg.dialect, "")
-        if element is None and action.x is not None and ref.action is not None:
-            # a sampled point on no element (a beam's or verifier's candidate): scored as a point, which the
-            # element-mode policy finds all but impossible, rather than stopping the search
+        if element is None and action.x is not None:
+            # a point on no element (a sampled candidate, or one a beam kept in its history): written as a point,
+            # which the element-mode policy finds all but impossible, rather than stopping the search
             return format_response(Action(action.type, x=action.x, y=action.y), pcfg.dialect, "")
         if element is None:
             raise ValueError(f"element-mode RM prompt: {action} at step {ref.step} of {ref.episode_id!r} names "

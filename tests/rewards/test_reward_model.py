@@ -201,8 +201,14 @@ def test_rm_writes_label_clicks_as_their_element_or_as_the_policy_wrote_them():
     assert action_text({}, nowhere, nowhere.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", '
                                                                    '"text": "$137.0"}</action>')
     offscreen = StepRef("live", 0, Action("click", x=-5.0, y=-5.0))  # a sampled point on no element
-    assert action_text({}, offscreen, offscreen.action, obs, pcfg) == ('<think></think>\n<action>{"action": "click", '
-                                                                       '"coordinate": [-5, -5]}</action>')
+    point = '<think></think>\n<action>{"action": "click", "coordinate": [-5, -5]}</action>'
+    assert action_text({}, offscreen, offscreen.action, obs, pcfg) == point
+    # the same point kept in a beam's history (a ref without its own action reads the episode's)
+    from gui_jax.core.types import Episode
+    from gui_jax.rewards.rm_scoring import step_action
+    live = {"live": Episode("live", "goal", [obs, obs], [offscreen.action, ref.action])}
+    kept = StepRef("live", 0)
+    assert action_text(live, kept, step_action(live, kept), obs, pcfg) == point
 
 
 def test_described_targets_name_the_clicked_element():
