@@ -51,6 +51,9 @@ def get_config():
         # expert episodes plus every round's synthesised successes and failed trajectories so far, and the next
         # round searches with it; its held-out F1 is measured every round. False = one fixed RM for all rounds.
         "rm_retrain": True,
+        # rm_retrain's data: each failed searched trajectory as a negative outcome record (UI-Genie keeps them);
+        # False leaves the RM's grown data to the successes (their steps, outcomes and truncations)
+        "rm_failed_outcomes": True,
         "synthesise": True,              # False: the expert-only control: the same rounds of SFT on the expert
                                          # episodes alone, no search and no reward model (rm_retrain=False)
         "rm_train": si_rm,

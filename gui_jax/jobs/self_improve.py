@@ -89,8 +89,9 @@ def check_self_improve_config(config) -> None:
         _fail("self_improve.synth_seed_range", tuple(rng), f"overlaps env.eval_seeds {tuple(env.eval_seeds)} (the "
               f"held-out {env.backend} tasks); synthesis must use unseen-by-evaluation seeds")
     check_search_fields(config, "self_improve")
-    if not isinstance(si.get("synthesise", True), bool):
-        _fail("self_improve.synthesise", si.synthesise, "expected True or False")
+    for flag in ("synthesise", "rm_failed_outcomes"):
+        if not isinstance(si.get(flag, True), bool):
+            _fail(f"self_improve.{flag}", si[flag], "expected True or False")
     if not si.get("synthesise", True):  # the expert-only control: no search, so no reward model at all
         if si.get("rm_retrain", False):
             _fail("self_improve.rm_retrain", True, "the expert-only control (self_improve.synthesise=False) "
@@ -481,8 +482,9 @@ def run(config, workdir: str) -> None:
             train_sft(agent, list(train_eps) + synth_all, pcfg, sft_cfg, workdir=os.path.join(rdir[r], "sft"),
                       logger=logger, prefix=f"round_{r}_sft")
             if co_evolve:  # UI-Genie's co-evolution: the RM too learns from every round's trajectories so far
+                keep_failed = bool(si.get("rm_failed_outcomes", True))
                 records, lookup, produced = grown_rm_data(base.records, base.episodes,
-                                                          [(x[0], x[2]) for x in rounds_synth])
+                                                          [(x[0], x[2] if keep_failed else []) for x in rounds_synth])
                 write_records(os.path.join(rdir[r], "rm_records.jsonl"), records)
                 rm_cfg = ml_collections.ConfigDict(si.rm_train.to_dict())
                 rm_cfg.seed = int(si.rm_train.seed) + r

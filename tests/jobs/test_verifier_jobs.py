@@ -263,7 +263,9 @@ def test_synthesis_reach_by_template_counts_searched_tasks_and_their_successes()
     assert "| music.play | 1/2 |" in table
 
 
-def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch):
+@pytest.mark.parametrize("failed_outcomes", [True, False])
+def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_path, monkeypatch, failed_outcomes):
+    """... and with self_improve.rm_failed_outcomes=False by the successes' records alone."""
     import gui_jax.train.rm_training as rmt
     from gui_jax.rewards import data_engine as de
     calls = {"rm": 0}
@@ -274,7 +276,8 @@ def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_
         return real(*a, **kw)
     monkeypatch.setattr(rmt, "train_reward_model", counting)
     cfg = _si_config(**{"self_improve.rounds": 2, "self_improve.rm_retrain": True,
-                        "self_improve.synth_seed_range": (400, 404), "sft.num_steps": 0})
+                        "self_improve.synth_seed_range": (400, 404), "sft.num_steps": 0,
+                        "self_improve.rm_failed_outcomes": failed_outcomes})
     tasks = {t.goal: t for r in (0, 1) for t in si.synth_tasks(cfg, r)}
 
     def oracle(goal, t):
@@ -295,9 +298,10 @@ def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_
     for r in (0, 1):
         rd = os.path.join(wd, f"round_{r}")
         eps, _, failed = si.load_synth(os.path.join(rd, "synth"))
-        produced = de.synthesis_records(eps, failed)
+        produced = de.synthesis_records(eps, failed if failed_outcomes else [])
         assert len(eps) == 2 and len(failed) >= 2   # both tasks solved; the early terminates failed
-        assert len(produced) == 5 * len(eps) + len(failed)   # 3-step oracle successes: 3 + 1 + 1 truncation
+        # 3-step oracle successes: 3 + 1 + 1 truncation; each failed search one negative outcome (if kept)
+        assert len(produced) == 5 * len(eps) + (len(failed) if failed_outcomes else 0)
         now = de.read_records(os.path.join(rd, "rm_records.jsonl"))
         counts = json.load(open(os.path.join(rd, "rm_data.json")))
         if before is None:
