@@ -25,6 +25,8 @@ import os
 from gui_jax.core.recipe_files import load_python_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ONLINE_VS_SFT = load_python_file(os.path.join(HERE, "online_vs_sft.py"))
+PRM_REWARDS = load_python_file(os.path.join(HERE, "prm_rewards.py"))
 QUICKSTART_DATA = ("data.templates", "data.difficulties", "data.max_optimal_steps", "data.train_seed_range",
                    "data.test_seed_range", "data.num_test_episodes")
 
@@ -39,16 +41,14 @@ SCARCE_EXPERT_EPISODES = 50  # five a template
 
 def self_improvement_arms(suffix: str, expert_episodes: int) -> dict:
     """sft, export, RM, self_improve and control (each name + suffix) from `expert_episodes` expert episodes."""
-    online_vs_sft = load_python_file(os.path.join(HERE, "online_vs_sft.py"))
-    prm_rewards = load_python_file(os.path.join(HERE, "prm_rewards.py"))
     episodes = {"data.num_train_episodes": expert_episodes}
-    data = {**{k: online_vs_sft.QUICKSTART_SPLIT[k] for k in QUICKSTART_DATA}, **episodes,
+    data = {**{k: ONLINE_VS_SFT.QUICKSTART_SPLIT[k] for k in QUICKSTART_DATA}, **episodes,
             "self_improve.sft.learning_rate": 1e-4}
-    sft_alone = online_vs_sft.SFT_ALONE
+    sft_alone = ONLINE_VS_SFT.SFT_ALONE
     sft, export, rm_arm = "sft" + suffix, "export" + suffix, "reward_model" + suffix
     policy = {"arm": sft, "path": "sft/checkpoints", "flag": "self_improve.policy_checkpoint_dir", "ready": "sft"}
     rm = {"arm": rm_arm, "path": "rm/checkpoints", "flag": "self_improve.rm_checkpoint_dir"}
-    rm_arms = prm_rewards.reward_model_arms({"arm": sft, "path": "sft/checkpoints", "ready": "sft"})
+    rm_arms = PRM_REWARDS.reward_model_arms({"arm": sft, "path": "sft/checkpoints", "ready": "sft"})
     return {
         sft: {**sft_alone, "overrides": {**sft_alone["overrides"], **episodes}},
         export: rm_arms["export_sft"],

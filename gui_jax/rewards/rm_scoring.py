@@ -140,13 +140,12 @@ def action_text(episodes, ref: StepRef, action: Action, obs: Observation, pcfg: 
     element = None
     if pcfg.target in ("element", "text") and action.type in ("click", "long_press"):
         element = _element_of(episodes, ref, action, obs)
-        if element is None and action.text is not None and action.x is None:
-            # a sampled label that names nothing on this screen: scored as the policy wrote it
-            return format_response(Action(action.type, text=action.text), pcfg.dialect, "")
-        if element is None and action.x is not None:
-            # a point on no element (a sampled candidate, or one a beam kept in its history): written as a point,
-            # which the element-mode policy finds all but impossible, rather than stopping the search
-            return format_response(Action(action.type, x=action.x, y=action.y), pcfg.dialect, "")
+        if element is None and (action.x is not None or action.text is not None):
+            # a sampled point or label that names nothing on this screen (a candidate, or one a beam kept in its
+            # history): written as the policy wrote it, which the element-mode policy finds all but impossible
+            written = (Action(action.type, x=action.x, y=action.y) if action.x is not None
+                       else Action(action.type, text=action.text))
+            return format_response(written, pcfg.dialect, "")
         if element is None:
             raise ValueError(f"element-mode RM prompt: {action} at step {ref.step} of {ref.episode_id!r} names "
                              f"no UI element (give the candidate an element index)")
