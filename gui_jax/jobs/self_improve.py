@@ -16,14 +16,16 @@ Round r = 0 … R (`self_improve.rounds`):
   4. (r < R, `rm_retrain`) UI-Genie's co-evolution: the RM is fine-tuned (`self_improve.rm_train`) on the core
      reward records of the expert episodes plus data_engine.synthesis_records of every round's successes and
      failed trajectories so far (round_<r>/rm_records.jsonl, counts in round_<r>/rm_data.json) → the RM of
-     round r + 1; each round's RM is scored on the held-out records (round_<r>/rm_eval/).
+     round r + 1; each round's RM is scored on the held-out records (round_<r>/rm_eval/), by each record's own
+     score and by its prefix minimum, and compared with the round before (rm_rounds.json; self_improve_rm.py).
 Episodes (evaluation and search) run on `config.env` (gui_jax/envs/factory.py): PhoneSim by default (the split's
 held-out tasks; templates for the search), else env.backend's tasks: env.tasks × env.eval_seeds held out, env.tasks ×
 the round's slice of synth_seed_range searched (beam search replays from a reset, so the backend must be replayable).
 Round 0's policy: `self_improve.policy_checkpoint_dir`, else the configured model after `sft` on the expert
 episodes (init_sft/; `sft.num_steps` = 0 keeps it untrained).
 Resumable round by round: a round's evaluation (round_<r>/eval.json), synthesis (round_<r>/synth/), SFT
-(round_<r>/sft/checkpoints) and RM fine-tuning (round_<r>/rm/checkpoints) are not redone when present. results.json / results.md summarise every round.
+(round_<r>/sft/checkpoints) and RM fine-tuning (round_<r>/rm/checkpoints) are not redone when present.
+results.json / results.md summarise every round.
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.eval.suite import counts_table, template_counts
 from gui_jax.jobs import common
+from gui_jax.jobs.self_improve_rm import (RM_DATA_KEY, ROUNDS_KEY, _read, add_prefix_min, compare_rounds,
+                                         core_rm_data, f1_of, format_rm_rounds, grown_rm_data, rm_round_eval)
 from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, episode_env_factory,
                                        held_out_tasks, load_policy, load_reward_model, policy_proposer,
                                        rm_step_scorer)
@@ -98,6 +102,9 @@ def check_self_improve_config(config) -> None:
                   "searches nothing and retrains no reward model; set it False")
         return
     check_rm_source(config, "self_improve")
+    if config.rm.model.get("history_min", False):
+        _fail("rm.model.history_min", True, "self_improve's search ranks candidates after one shared history, and "
+              "each round's RM is reported both by the record's own score and by its prefix minimum; leave it False")
     if si.get("rm_retrain", False):
         from gui_jax.train.rm_training import check_rm_train_block
         if "rm_train" not in si:
@@ -249,13 +256,6 @@ def save_synth(folder: str, episodes, tasks, failed=()) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ results
-def _read(path: str):
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
-
-
 def synth_by_template(synth: dict | None) -> dict:
     """{template: [successes, tasks searched]} of a round's synth.json, for task ids 'template#seed' (PhoneSim's;
     {} for other ids): where the search reached."""
@@ -279,8 +279,8 @@ def round_row(ev: dict, base: dict, synth: dict | None, rm_metrics: dict | None 
             "synth_successes": synth["successes"] if synth else 0,
             "synth_failures": len(synth.get("failed_ids", [])) if synth else 0,
             "synth_by_template": synth_by_template(synth),
-            "rm_step_f1": _f1(rm_metrics, "step") if rm_metrics else None,
-            "rm_outcome_f1": _f1(rm_metrics, "outcome") if rm_metrics else None,
+            "rm_step_f1": f1_of(rm_metrics, "step") if rm_metrics else None,
+            "rm_outcome_f1": f1_of(rm_metrics, "outcome") if rm_metrics else None,
             "rm_records_after": rm_data["total"] if rm_data else None,
             "rm_records_produced": rm_data["produced"] if rm_data else None, "success": s}
 
@@ -326,10 +326,15 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
     # per-task outcomes of every round as the experiment runner reads a job's stages (gui_jax/experiment.py)
     stages = {f"round_{r}": {"online_task_ids": evals[int(r)]["task_ids"], "online_success": rows[r]["success"]}
               for r in rows}
-    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra}
+    rm_rounds = _read(os.path.join(workdir, ROUNDS_KEY))   # compare_rounds's, with co-evolution
+    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra,
+           **({"rm_rounds": rm_rounds} if rm_rounds else {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     table = format_rounds(rows)
+    if rm_rounds:
+        table += ("\n\nThe reward model round by round (the same held-out records each round):\n\n"
+                  + format_rm_rounds(rm_rounds))
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out {where} tasks\n\n{table}\n\n"
                 "online SR: greedy; [lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired with "
@@ -338,56 +343,24 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
     return out
 
 
-# ------------------------------------------------------------------------------------------ the RM's rounds
-RM_DATA_KEY = "rm_data.json"
-
-
-def core_rm_data(config):
-    """rm.data without the parts that need another model or rollouts (hard negatives, potential labels): the
-    engine's core records, the RM data every round starts from."""
-    d = ml_collections.ConfigDict(config.rm.data.to_dict())
-    for name, off in (("hard_negative_checkpoint", ""), ("potential_labels", False)):
-        if name in d:
-            d[name] = off
-    return d
-
-
-def grown_rm_data(base_records, base_episodes: dict, rounds_synth) -> tuple[list, dict, list]:
-    """(records, episodes by id, records produced per round): the base records, then each round's
-    data_engine.synthesis_records of its (successes, failures), appended in round order."""
-    from gui_jax.rewards.data_engine import check_label_conflicts, synthesis_records
-    records, lookup, produced = list(base_records), dict(base_episodes), []
-    for ok, failed in rounds_synth:
-        lookup.update({str(e.episode_id): e for e in list(ok) + list(failed)})
-        produced.append(synthesis_records(ok, failed))
-        records += produced[-1]
-    check_label_conflicts(records, lookup)
-    return records, lookup, produced
-
-
-def rm_round_eval(rm, test_data, pcfg, rcfg, folder: str) -> dict:
-    """The round's RM on the held-out records (reward_model.evaluate_rm into `folder`), once."""
-    from gui_jax.jobs.reward_model import evaluate_rm
-    path = os.path.join(folder, "results.json")
-    if not os.path.exists(path):
-        os.makedirs(folder, exist_ok=True)
-        evaluate_rm(rm, test_data.records, list(test_data.episodes.values()), pcfg, rcfg, folder)
-    return _read(path)["metrics"]
-
-
-def _f1(metrics: dict, kind: str) -> float:
-    return float(metrics.get(kind, {}).get("all", {}).get("f1", float("nan")))
-
-
 # ------------------------------------------------------------------------------------------ the job
 def _sft_done(folder: str, num_steps: int) -> bool:
     steps = checkpoint_steps(os.path.join(folder, "checkpoints"))
     return bool(steps) and steps[-1] >= num_steps
 
 
+def round_rm(config, rdir: list, r: int):
+    """The RM round r searched with and was judged as: the configured one, then each round's retrained one."""
+    if r == 0:
+        return load_reward_model(config, "self_improve")[0]
+    return load_policy(config, os.path.join(rdir[r - 1], "rm", "checkpoints"),
+                       f"self_improve (round_{r - 1}/rm/checkpoints)")[0]
+
+
 def run(config, workdir: str) -> None:
     from gui_jax.eval.online_success import run_online_episodes
     from gui_jax.jobs.reward_model import build_reward_data, rm_configs
+    from gui_jax.rewards.likelihood import make_scorer
     from gui_jax.rewards.data_engine import write_records
     from gui_jax.train.logger import MetricsLogger
     from gui_jax.train.rm_training import train_reward_model
@@ -419,8 +392,11 @@ def run(config, workdir: str) -> None:
     extra = {"profile": {}, "expert_templates": list(si.get("expert_templates") or config.data.templates),
              **common.checkpoint_overlaps(test_tasks, policy=si.policy_checkpoint_dir,
                                           reward_model=si.get("rm_checkpoint_dir", ""))}
+    pcfg, rcfg = rm_configs(config)
+    if co_evolve:  # the held-out records every round's RM is judged on
+        test_data = build_reward_data(test_eps, np.random.default_rng(int(config.rm.data.seed) + 1),
+                                      core_rm_data(config))
     if start is not None:
-        pcfg, rcfg = rm_configs(config)
         render = pcfg.observation in ("screenshot", "both")
         logger = MetricsLogger(workdir)
         if start == 0:
@@ -431,20 +407,15 @@ def run(config, workdir: str) -> None:
         else:
             agent, _ = load_policy(config, os.path.join(rdir[start - 1], "sft", "checkpoints"),
                                    f"self_improve (round_{start - 1}/sft/checkpoints)")
-        if co_evolve and start > 0:  # the RM the last finished round retrained
-            rm, _ = load_policy(config, os.path.join(rdir[start - 1], "rm", "checkpoints"),
-                                f"self_improve (round_{start - 1}/rm/checkpoints)")
-        elif search:
-            rm, _ = load_reward_model(config, "self_improve")
+        if search:  # with co-evolution from round 1 on, the RM the last finished round retrained
+            rm = round_rm(config, rdir, start if co_evolve else 0)
         propose = policy_proposer(agent.policy, pcfg, temperature=si.temperature, render=render)
         score_many = rm_step_scorer(rm, pcfg, rcfg) if search else None
         make_env = episode_env_factory(config, si.max_steps, render)
         rounds_synth = [load_synth(os.path.join(rdir[r], "synth")) for r in range(start)]
         synth_all = [ep for x in rounds_synth for ep in x[0]]
         if co_evolve:
-            seed = int(config.rm.data.seed)
-            base = build_reward_data(train_eps, np.random.default_rng(seed), core_rm_data(config))
-            test_data = build_reward_data(test_eps, np.random.default_rng(seed + 1), core_rm_data(config))
+            base = build_reward_data(train_eps, np.random.default_rng(int(config.rm.data.seed)), core_rm_data(config))
         for r in range(start, R + 1):
             os.makedirs(rdir[r], exist_ok=True)
             ev_path = os.path.join(rdir[r], "eval.json")
@@ -460,8 +431,10 @@ def run(config, workdir: str) -> None:
                   flush=True)
             if co_evolve:
                 m = rm_round_eval(rm, test_data, pcfg, rcfg, os.path.join(rdir[r], "rm_eval"))
-                print(f"[round {r}] reward model held-out step F1 {_f1(m, 'step'):.3f}, outcome F1 "
-                      f"{_f1(m, 'outcome'):.3f}", flush=True)
+                add_prefix_min(os.path.join(rdir[r], "rm_eval"), test_data,
+                               make_scorer(rm, test_data.episodes, pcfg, rcfg).score)
+                print(f"[round {r}] reward model held-out step F1 {f1_of(m, 'step'):.3f}, outcome F1 "
+                      f"{f1_of(m, 'outcome'):.3f}", flush=True)
             if r == R:
                 break
             folder = os.path.join(rdir[r], "synth")
@@ -496,4 +469,10 @@ def run(config, workdir: str) -> None:
                 score_many = rm_step_scorer(rm, pcfg, rcfg)
         logger.close()
         extra["profile"]["seconds_this_run"] = round(time.time() - t0, 1)
+    if co_evolve:
+        for r in range(R + 1):  # a workdir from before the prefix minimum: added from the saved scores
+            add_prefix_min(os.path.join(rdir[r], "rm_eval"), test_data,
+                           lambda recs, r=r: make_scorer(round_rm(config, rdir, r), test_data.episodes, pcfg,
+                                                         rcfg).score(recs))
+        compare_rounds(workdir, R, test_data)
     write_results(workdir, R, extra, where=common.backend_name(config))

@@ -17,7 +17,7 @@ policy start keeps its look-up and learns where it would take a wrong step.
 from __future__ import annotations
 
 from functools import partial
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -104,6 +104,31 @@ def gated_history_min(own: np.ndarray, history: Sequence[np.ndarray], gate: floa
     gate lets only the steps the policy holds confidently wrong (P < gate) mark the record."""
     cut = np.log(gate)
     return np.array([min([s] + [h for h in hs if h < cut]) for s, hs in zip(own, history)], np.float64)
+
+
+def prefix_min_scores(records: Sequence[RewardRecord], episodes: Mapping[str, Episode], scores: np.ndarray,
+                      score_missing: Optional[Callable[[list], np.ndarray]] = None) -> np.ndarray:
+    """[N] each record's score [N] lowered to the least score of its earlier steps (history_min at gate 1.0,
+    Math-Shepherd's minimum over a trajectory's steps), from scores already given: an earlier step is looked up
+    among `records`' own step records by (goal, steps), which a step record's score depends on alone; the
+    prefixes no record covers are scored once by score_missing(prefix records) -> [M] (an error without it)."""
+    scores = np.asarray(scores, np.float64)
+    if scores.shape != (len(records),):
+        raise ValueError(f"prefix_min_scores: {scores.shape[0] if scores.ndim else 0} scores for "
+                         f"{len(records)} records")
+    known = {(r.goal, r.steps): float(s) for r, s in zip(records, scores) if r.kind == "step"}
+    prefixes = [history_prefixes(r, episodes) for r in records]
+    missing = list(dict.fromkeys(q for qs in prefixes for q in qs if (q.goal, q.steps) not in known))
+    if missing:
+        if score_missing is None:
+            raise ValueError(f"prefix_min_scores: {len(missing)} earlier steps are no step record here (first: goal "
+                             f"{missing[0].goal!r}, {len(missing[0].steps)} steps) and no scorer was given")
+        got = np.asarray(score_missing(missing), np.float64)
+        if got.shape != (len(missing),):
+            raise ValueError(f"prefix_min_scores: score_missing returned {got.shape} for {len(missing)} prefixes")
+        known.update({(q.goal, q.steps): float(s) for q, s in zip(missing, got)})
+    return np.array([min([s] + [known[(q.goal, q.steps)] for q in qs]) for s, qs in zip(scores, prefixes)],
+                    np.float64)
 
 
 class LikelihoodScorer:

@@ -138,3 +138,29 @@ def test_bootstrap_mean_interval_replays_by_hand():
     assert lo < x.mean() < hi
     assert M.bootstrap_mean_interval([0.5] * 9) == (0.5, 0.5)
     assert all(math.isnan(v) for v in M.bootstrap_mean_interval([]))
+
+
+def test_paired_f1_bootstrap_resamples_clusters_and_equals_a_hand_replay():
+    # 4 episodes (clusters) of 2 records each; b fixes a missed positive (ep1) and a false positive (ep2)
+    labels = [1, 0, 1, 0, 1, 1, 0, 0]
+    clusters = ["e0", "e0", "e1", "e1", "e2", "e2", "e3", "e3"]
+    a = [0.9, 0.1, 0.2, 0.3, 0.8, 0.7, 0.6, 0.1]   # tp 3 (e0, e2 x2), fn 1 (e1), fp 1 (e3): F1 = 6/8
+    b = [0.9, 0.1, 0.7, 0.3, 0.8, 0.7, 0.2, 0.1]   # tp 4, fp 0, fn 0: F1 = 1
+    r = M.paired_f1_bootstrap(a, b, labels, clusters, num_samples=500, seed=4)
+    assert (r["f1_a"], r["f1_b"], r["diff"]) == (pytest.approx(0.75), 1.0, pytest.approx(0.25))
+    assert r["f1_a"] == pytest.approx(M.binary_prf(a, labels)["f1"])
+    # the replay: clusters drawn with replacement, F1 from the drawn clusters' summed counts
+    idx = np.random.default_rng(4).integers(0, 4, size=(500, 4))
+    per = {"a": np.array([[1, 0, 0], [0, 0, 1], [2, 0, 0], [0, 1, 0]]),       # tp, fp, fn per cluster
+           "b": np.array([[1, 0, 0], [1, 0, 0], [2, 0, 0], [0, 0, 0]])}
+    f1 = {k: (lambda c: np.where(2 * c[..., 0] + c[..., 1] + c[..., 2] > 0, 2 * c[..., 0] /
+                                 np.maximum(2 * c[..., 0] + c[..., 1] + c[..., 2], 1), 0.0))(v[idx].sum(1))
+          for k, v in per.items()}
+    boot = f1["b"] - f1["a"]
+    assert r["lo"] == pytest.approx(np.quantile(boot, 0.025)) and r["hi"] == pytest.approx(np.quantile(boot, 0.975))
+    assert r["p"] == pytest.approx(min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0))))
+    assert M.paired_f1_bootstrap(a, b, labels, clusters, num_samples=500, seed=4) == r
+    same = M.paired_f1_bootstrap(a, a, labels, clusters, num_samples=100)
+    assert (same["diff"], same["lo"], same["hi"], same["p"]) == (0.0, 0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="equal, non-empty scores, labels and clusters"):
+        M.paired_f1_bootstrap(a, b, labels, clusters[:-1])

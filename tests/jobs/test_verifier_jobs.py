@@ -316,8 +316,32 @@ def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_
     for r in ("0", "1", "2"):   # every round's RM scored on the held-out records
         assert 0.0 <= res[r]["rm_step_f1"] <= 1.0 or math.isnan(res[r]["rm_step_f1"])
     assert "RM step F1 / outcome F1" in open(os.path.join(wd, "results.md")).read()
+    # every round's RM also by its prefix minimum, and each round against the one before (paired bootstrap)
+    cmp = json.load(open(os.path.join(wd, "rm_rounds.json")))
+    for r in (0, 1, 2):
+        ev = json.load(open(os.path.join(wd, f"round_{r}", "rm_eval", "results.json")))
+        for name, key in (("own", "metrics"), ("prefix_min", "metrics_prefix_min")):
+            for kind in ("step", "outcome"):
+                row = cmp["scorings"][name][kind][r]
+                assert row["f1"] == pytest.approx(ev[key][kind]["all"]["f1"], nan_ok=True)
+                assert ("vs_previous" in row) == (r > 0) and ("vs_round_0" in row) == (r > 1)
+                if r:
+                    assert row["vs_previous"]["diff"] == pytest.approx(row["f1"] - cmp["scorings"][name][kind][r - 1][
+                        "f1"])
+        own, low = (np.load(os.path.join(wd, f"round_{r}", "rm_eval", f)) for f in
+                    ("test_scores.npy", "test_scores_prefix_min.npy"))
+        assert np.all(low <= own) and np.any(low < own)
+    assert "The reward model round by round" in open(os.path.join(wd, "results.md")).read()
     si.run(cfg, wd)   # finished: nothing is retrained
     assert calls["rm"] == 2
+    # a workdir from before the prefix minimum gets it from the saved scores, the same as when it ran
+    path = os.path.join(wd, "round_1", "rm_eval", "results.json")
+    ev = json.load(open(path))
+    del ev["metrics_prefix_min"]
+    json.dump(ev, open(path, "w"))
+    os.remove(os.path.join(wd, "rm_rounds.json"))
+    si.run(cfg, wd)
+    assert json.load(open(os.path.join(wd, "rm_rounds.json"))) == cmp and calls["rm"] == 2
 
 
 @pytest.mark.parametrize("field,value,needle", [
@@ -340,6 +364,7 @@ def test_verifier_bad_config_names_the_field(field, value, needle, tmp_path):
     ("self_improve.rounds", -1, "config.self_improve.rounds"),
     ("self_improve.synth_seed_range", (1000, 1100), "overlaps data.test_seed_range"),
     ("self_improve.beam_width", 0, "config.self_improve.beam_width"),
+    ("rm.model.history_min", True, "config.rm.model.history_min"),
 ])
 def test_self_improve_bad_config_names_the_field(field, value, needle):
     cfg = load_config("configs/self_improve.py", **{"self_improve.rm_untrained": True, field: value})

@@ -11,7 +11,7 @@ from gui_jax import config_check
 from gui_jax.core.types import Action
 from gui_jax.rewards import data_engine as de
 from gui_jax.rewards.likelihood import (LikelihoodScorer, gated_history_min, history_prefixes, likelihood_bce,
-                                       log1mexp, record_prompt_response)
+                                       log1mexp, prefix_min_scores, record_prompt_response)
 from gui_jax.rewards.rm_scoring import RewardModelConfig
 from gui_jax.rl.batch import TrainSample, build_batch
 from gui_jax.rl.prompting import build_messages, expert_response
@@ -265,6 +265,34 @@ def test_history_gate_lets_a_right_but_unlikely_step_pass_and_still_marks_a_conf
         RewardModelConfig(scorer="policy_likelihood", history_min=True, history_gate=0.0)
     with pytest.raises(ValueError, match="needs history_min=True"):
         RewardModelConfig(scorer="policy_likelihood", history_gate=0.1)
+
+
+def test_prefix_min_scores_reads_earlier_steps_from_the_records_and_scores_only_the_missing_ones(data):
+    """The prefix minimum from given scores: an earlier step's score is the step record's with the same goal and
+    steps (label and source aside), a prefix no record holds is scored once, by score_missing alone."""
+    eps, lookup, _ = data
+    ep = eps[0]
+    refs = [de.StepRef(ep.episode_id, t) for t in range(3)]
+    wrong = de.StepRef(ep.episode_id, 1, Action("click", x=300, y=900))
+    recs = [de.RewardRecord("step", ep.goal, (refs[0],), True, "expert"),
+            de.RewardRecord("step", ep.goal, (refs[0], refs[1]), True, "expert"),
+            de.RewardRecord("step", ep.goal, (refs[0], wrong), False, "substitution"),
+            de.RewardRecord("outcome", ep.goal, (refs[0], refs[1], refs[2]), True, "expert"),
+            de.RewardRecord("outcome", ep.goal, (refs[0], wrong, refs[2]), False, "substitution")]
+    scores = np.array([0.9, 0.4, 0.05, 0.8, 0.7])
+    asked = []
+
+    def score_missing(prefixes):
+        asked.append([p.steps for p in prefixes])
+        return np.array([0.3 if p.steps[1] == refs[1] else 0.6 for p in prefixes])
+    low = prefix_min_scores(recs, lookup, scores, score_missing)
+    # the outcomes' third steps are no step record: scored once each; the rest come from the records
+    assert asked == [[(refs[0], refs[1], refs[2]), (refs[0], wrong, refs[2])]]
+    assert low.tolist() == [0.9, 0.4, 0.05, 0.3, 0.05]
+    with pytest.raises(ValueError, match="2 earlier steps are no step record here"):
+        prefix_min_scores(recs, lookup, scores)
+    with pytest.raises(ValueError, match="5 scores for 4 records"):
+        prefix_min_scores(recs[:4], lookup, scores)
 
 
 def test_history_min_needs_the_likelihood_scorer():
