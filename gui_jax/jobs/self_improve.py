@@ -43,8 +43,9 @@ from gui_jax.core.types import Episode
 from gui_jax.eval.metrics import mcnemar_exact, paired_counts, wilson_interval
 from gui_jax.eval.suite import counts_table, template_counts
 from gui_jax.jobs import common
-from gui_jax.jobs.self_improve_rm import (RM_DATA_KEY, ROUNDS_KEY, _read, add_prefix_min, compare_rounds,
-                                         core_rm_data, f1_of, format_rm_rounds, grown_rm_data, rm_round_eval)
+from gui_jax.jobs.self_improve_rm import (RM_DATA_KEY, ROUNDS_KEY, add_prefix_min, compare_rounds,
+                                         core_rm_data, f1_of, format_rm_rounds, grown_rm_data, read_json,
+                                         rm_round_eval)
 from gui_jax.jobs.verifier_eval import (_fail, _is_int, check_rm_source, check_search_fields, episode_env_factory,
                                        held_out_tasks, load_policy, load_reward_model, policy_proposer,
                                        rm_step_scorer)
@@ -315,18 +316,18 @@ def format_rounds(rows: dict) -> str:
 
 
 def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim") -> dict:
-    evals = {r: _read(os.path.join(workdir, f"round_{r}", "eval.json")) for r in range(rounds + 1)}
+    evals = {r: read_json(os.path.join(workdir, f"round_{r}", "eval.json")) for r in range(rounds + 1)}
     rows = {}
     for r in range(rounds + 1):
         if evals[r] is not None:
-            synth = _read(os.path.join(workdir, f"round_{r}", "synth", SYNTH_KEY))
-            rm_eval = _read(os.path.join(workdir, f"round_{r}", "rm_eval", "results.json"))
+            synth = read_json(os.path.join(workdir, f"round_{r}", "synth", SYNTH_KEY))
+            rm_eval = read_json(os.path.join(workdir, f"round_{r}", "rm_eval", "results.json"))
             rows[str(r)] = round_row(evals[r], evals[0], synth, rm_eval and rm_eval["metrics"],
-                                     _read(os.path.join(workdir, f"round_{r}", RM_DATA_KEY)))
+                                     read_json(os.path.join(workdir, f"round_{r}", RM_DATA_KEY)))
     # per-task outcomes of every round as the experiment runner reads a job's stages (gui_jax/experiment.py)
     stages = {f"round_{r}": {"online_task_ids": evals[int(r)]["task_ids"], "online_success": rows[r]["success"]}
               for r in rows}
-    rm_rounds = _read(os.path.join(workdir, ROUNDS_KEY))   # compare_rounds's, with co-evolution
+    rm_rounds = read_json(os.path.join(workdir, ROUNDS_KEY))   # compare_rounds's, with co-evolution
     out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra,
            **({"rm_rounds": rm_rounds} if rm_rounds else {})}
     with open(os.path.join(workdir, "results.json"), "w") as f:

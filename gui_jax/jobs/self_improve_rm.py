@@ -23,7 +23,7 @@ ROUNDS_KEY = "rm_rounds.json"
 SCORINGS = {"own": ("metrics", "test_scores.npy"), "prefix_min": ("metrics_prefix_min", "test_scores_prefix_min.npy")}
 
 
-def _read(path: str):
+def read_json(path: str):
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -60,7 +60,7 @@ def rm_round_eval(rm, test_data, pcfg, rcfg, folder: str) -> dict:
     if not os.path.exists(path):
         os.makedirs(folder, exist_ok=True)
         evaluate_rm(rm, test_data.records, list(test_data.episodes.values()), pcfg, rcfg, folder)
-    return _read(path)["metrics"]
+    return read_json(path)["metrics"]
 
 
 def f1_of(metrics: Optional[dict], kind: str) -> float:
@@ -78,7 +78,7 @@ def add_prefix_min(folder: str, test_data, score_missing: Callable[[list], np.nd
     from gui_jax.eval.rm_metrics import evaluate_records
     from gui_jax.rewards.likelihood import prefix_min_scores
     path = os.path.join(folder, "results.json")
-    res = _read(path)
+    res = read_json(path)
     if res is None:
         raise FileNotFoundError(f"{path}: the round's RM evaluation is missing")
     if "metrics_prefix_min" not in res:
