@@ -253,6 +253,17 @@ def workdir_stages(exp: Experiment, d: str) -> tuple | None:
     return path, {k: v for k, v in stages.items() if isinstance(v, dict) and exp.metric in v}
 
 
+def job_tables(path: str) -> dict:
+    """{title: markdown} a job adds to the experiment's report (its results.json's "report_tables"), else {}."""
+    with open(path) as f:
+        tables = json.load(f).get("report_tables") if path.endswith("results.json") else None
+    if tables is None:
+        return {}
+    if not (isinstance(tables, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in tables.items())):
+        raise ExperimentError(f"{path}: report_tables must map titles to markdown strings")
+    return tables
+
+
 def collect_outcomes(exp: Experiment, workdir: str, stored: dict) -> dict:
     """{point key: {"settings", "time", "stages": {stage: {task: 0/1}}, "where"}} for every scored point: from
     its finished workdir, else from the stored outcome record when the stored settings equal the spec's."""
@@ -266,7 +277,8 @@ def collect_outcomes(exp: Experiment, workdir: str, stored: dict) -> dict:
         if found is not None:
             path, stages = found
             out[p.key] = {"settings": settings(exp, p), "time": point_time(d), "where": path,
-                          "stages": {k: task_outcomes(v, exp.metric, f"{path} [{k}]") for k, v in stages.items()}}
+                          "stages": {k: task_outcomes(v, exp.metric, f"{path} [{k}]") for k, v in stages.items()},
+                          "tables": job_tables(path)}
         elif p.key in stored and stored[p.key]["settings"] == settings(exp, p):
             out[p.key] = {**stored[p.key], "where": None}
     return out
@@ -360,9 +372,12 @@ def build_report(exp: Experiment, workdir: str, points: dict, record: str = "the
             if r["pairs"]:
                 row["per_seed"][str(s)] = {k: r[k] for k in ("pairs", "diff", "p")}
         comps.append(row)
+    tables = [{"arm": arm.name, "seed": s, "title": title, "markdown": md}
+              for arm in exp.arms.values() if not arm.results_of for s in exp.seeds
+              for title, md in points.get(Point(arm.name, s).key, {}).get("tables", {}).items()]
     return {"name": exp.name, "description": exp.description, "workdir": workdir, "seeds": exp.seeds,
             "metric": exp.metric, "stage": exp.stage, "arms": arms, "comparisons": comps,
-            "by_template": by_template(pooled)}
+            "by_template": by_template(pooled), "job_tables": tables}
 
 
 def foreign_report(name: str, results_dir: str) -> str | None:
@@ -487,7 +502,8 @@ def main(argv=None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if points:  # the record keeps what finished here even when the report below is refused
-            write_record(record, {k: {f: v[f] for f in ("settings", "time", "stages")} for k, v in points.items()})
+            write_record(record, {k: {f: v[f] for f in ("settings", "time", "stages", "tables")
+                                  if f in v} for k, v in points.items()})
         shrinks = fewer_points_than_committed(report, a.results_dir)
         if shrinks and not a.replace_report:
             print(f"error: {shrinks}; the outcome record {record} was updated; re-run the missing points, or pass "

@@ -6,7 +6,8 @@ rebuilt, and new seeds pooled with old ones, on a machine that no longer has the
 
     {"format": 1, "task_lists": [[task id, ...], ...],
      "points": {"arm/seed=S": {"settings": {...}, "time": {...} | null,
-                               "stages": {stage: {"tasks": index into task_lists, "success": "0110..."}}}}}
+                               "stages": {stage: {"tasks": index into task_lists, "success": "0110..."}},
+                               "tables": {title: markdown}  (optional: the job's report_tables)}}}
 
 Task lists are stored once (every arm of an experiment is usually scored on the same held-out tasks). A
 stored point is used only while its settings equal the spec's (gui_jax.experiment.settings): a changed arm
@@ -54,7 +55,8 @@ def load_record(path: str) -> dict:
                 raise RecordError(f"{where}.success: {len(succ)} outcomes of '0'/'1' expected "
                                   f"{len(ids)} (one per task)")
             stages[stage] = {t: int(c) for t, c in zip(ids, succ)}
-        out[key] = {"settings": entry.get("settings"), "time": entry.get("time"), "stages": stages}
+        out[key] = {"settings": entry.get("settings"), "time": entry.get("time"), "stages": stages,
+                    "tables": entry.get("tables") or {}}
     return out
 
 
@@ -73,7 +75,8 @@ def write_record(path: str, points: dict) -> None:
                 index[ids] = len(lists)
                 lists.append(list(ids))
             stages[stage] = {"tasks": index[ids], "success": "".join(str(int(v)) for v in outcomes.values())}
-        entries[key] = {"settings": p["settings"], "time": p.get("time"), "stages": stages}
+        entries[key] = {"settings": p["settings"], "time": p.get("time"), "stages": stages,
+                        **({"tables": p["tables"]} if p.get("tables") else {})}
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in entries.items())
     with open(path, "w") as f:

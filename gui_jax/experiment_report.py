@@ -82,6 +82,8 @@ def markdown(report: dict) -> str:
     cols = [a for a in report["arms"] if any(a in row for row in table.values())]
     if cols:
         lines += ["", "Successes / tasks by template, pooled over seeds:", "", counts_table(table, cols)]
+    for t in report.get("job_tables", []):  # what a point's job reports beside SR (its results.json's report_tables)
+        lines += ["", f"### {t['arm']}, seed {t['seed']}: {t['title']}", "", t["markdown"]]
     if report.get("plot"):
         lines += ["", f"![SR per arm]({os.path.basename(report['plot'])})"]
     return "\n".join(lines) + "\n"

@@ -554,3 +554,37 @@ def test_a_waiting_dependant_holds_no_slot():
     assert seen == [True] and order == ["a", "c", "b"]
     with pytest.raises(RuntimeError, match="wait on each other"):
         gs.run_points({"x": lambda: 0, "y": lambda: 0}, parallel=1, after={"x": "y", "y": "x"})
+
+
+def test_a_jobs_report_tables_join_the_report_and_outlive_its_workdir(tmp_path, monkeypatch):
+    """A job's results.json "report_tables" ({title: markdown}, e.g. self_improve's RM rounds) are printed per
+    arm and seed under the SR tables, and kept in the outcome record for a rebuild without the workdirs."""
+    spec = _spec(tmp_path, _two_arms())
+    w, r = tmp_path / "w", tmp_path / "r"
+    plain = fake_job([])
+
+    def with_tables(cmd, log):
+        plain(cmd, log)
+        f = _flags(cmd)
+        if f["config.rl.gamma"] == "0.5":
+            path = pathlib.Path(f["workdir"]) / "results.json"
+            res = json.loads(path.read_text())
+            path.write_text(json.dumps({**res, "report_tables": {"RM rounds": f"| x |\n|---|\n| {f['config.seed']} |"}}))
+        return 0
+    monkeypatch.setattr(gs, "_call", with_tables)
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}"]) == 0
+    md = (r / "ab.md").read_text()
+    assert "### b, seed 0: RM rounds\n\n| x |\n|---|\n| 0 |" in md and "### b, seed 1: RM rounds" in md
+    assert "### a, seed" not in md
+    assert ge.load_record(str(r / "ab.outcomes.json"))["b/seed=1"]["tables"] == {"RM rounds": "| x |\n|---|\n| 1 |"}
+    import shutil
+    shutil.rmtree(w)
+    assert ge.main([spec, f"--workdir={w}", f"--results_dir={r}", "--report_only"]) == 0
+    rebuilt = (r / "ab.md").read_text()
+    assert "### b, seed 0: RM rounds\n\n| x |\n|---|\n| 0 |" in rebuilt and "### b, seed 1: RM rounds" in rebuilt
+
+    bad = w / "a" / "seed=0"
+    bad.mkdir(parents=True)
+    (bad / "results.json").write_text(json.dumps({"stages": {}, "report_tables": {"t": 3}}))
+    with pytest.raises(ge.ExperimentError, match="report_tables must map titles to markdown strings"):
+        ge.job_tables(str(bad / "results.json"))

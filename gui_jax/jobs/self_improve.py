@@ -328,8 +328,10 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
     stages = {f"round_{r}": {"online_task_ids": evals[int(r)]["task_ids"], "online_success": rows[r]["success"]}
               for r in rows}
     rm_rounds = read_json(os.path.join(workdir, ROUNDS_KEY))   # compare_rounds's, with co-evolution
-    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra,
-           **({"rm_rounds": rm_rounds} if rm_rounds else {})}
+    out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra}
+    if rm_rounds:  # also a table of the experiment runner's report (gui_jax/experiment.py job_tables)
+        out.update(rm_rounds=rm_rounds,
+                   report_tables={"the reward model round by round": format_rm_rounds(rm_rounds)})
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
     table = format_rounds(rows)

@@ -332,6 +332,9 @@ def test_self_improve_co_evolution_grows_the_rm_data_by_each_rounds_records(tmp_
                     ("test_scores.npy", "test_scores_prefix_min.npy"))
         assert np.all(low <= own) and np.any(low < own)
     assert "The reward model round by round" in open(os.path.join(wd, "results.md")).read()
+    from gui_jax.jobs.self_improve_rm import format_rm_rounds
+    assert json.load(open(os.path.join(wd, "results.json")))["report_tables"] == {
+        "the reward model round by round": format_rm_rounds(cmp)}   # the experiment runner's report prints it
     si.run(cfg, wd)   # finished: nothing is retrained
     assert calls["rm"] == 2
     # a workdir from before the prefix minimum gets it from the saved scores, the same as when it ran
