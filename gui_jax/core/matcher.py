@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from gui_jax.core.types import Action
+from gui_jax.core.types import Action, UIElement
 
 BBox = tuple[float, float, float, float]
 
@@ -72,16 +72,36 @@ def _point(action: Action, elements: Optional[Sequence[BBox]]) -> Optional[tuple
     return None
 
 
+def _inside(e: UIElement, x: float, y: float) -> bool:
+    x1, y1, x2, y2 = e.bounds
+    return x1 <= x < x2 and y1 <= y < y2
+
+
+def hit_element(elements: Sequence[UIElement], x: float, y: float, long: bool = False) -> Optional[UIElement]:
+    """The element a tap at (x, y) reaches: the last enabled clickable one holding the point (a long press
+    prefers a long-clickable one), as PhoneSim's Device.hit decides on the live widget tree."""
+    tiers = ((lambda e: e.long_clickable), (lambda e: e.clickable)) if long else ((lambda e: e.clickable),)
+    for ok in tiers:
+        for e in reversed(elements):
+            if e.enabled and ok(e) and _inside(e, x, y):
+                return e
+    return None
+
+
 def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float],
                  expert_bbox: Optional[BBox] = None, bbox_scale: float = 1.2,
                  dist_threshold: float = 0.04,
-                 elements: Optional[Sequence[BBox]] = None, text_rule: str = "substring") -> tuple[bool, bool]:
+                 elements: Optional[Sequence[BBox]] = None, text_rule: str = "substring",
+                 ui: Optional[Sequence[UIElement]] = None) -> tuple[bool, bool]:
     """(type_match, exact_match) of `pred` against `expert` (docs/algorithms.md §1 rules; text actions by
     `text_match(..., text_rule)`).
 
     image_size: (width, height) used to normalise coordinates. expert_bbox: the expert's
     target element bounds (pixels) or None. elements: optional element-index → bbox table
-    used to resolve actions given by `element` index instead of coordinates.
+    used to resolve actions given by `element` index instead of coordinates. ui: the screen's element tree,
+    where known (PhoneSim): a click then matches iff it reaches the same element as the expert's
+    (`hit_element`), since a switch inside the expert's row lies in its box yet does something else; the box
+    and distance rules decide where the expert's click reaches no clickable element or no tree is given.
     """
     if pred.type in _GESTURES and expert.type in _GESTURES:
         d_pred, d_exp = content_direction(pred), content_direction(expert)
@@ -96,6 +116,12 @@ def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float
         p, e = _point(pred, elements), _point(expert, elements)
         if p is None or e is None:
             return True, False
+        if ui is not None:
+            long = t == "long_press"
+            want = hit_element(ui, e[0], e[1], long)
+            if want is not None:
+                got = hit_element(ui, p[0], p[1], long)
+                return True, got is not None and got.index == want.index
         if expert_bbox is not None and in_scaled_bbox(p[0], p[1], expert_bbox, bbox_scale):
             return True, True
         w, h = image_size

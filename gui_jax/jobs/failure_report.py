@@ -32,21 +32,27 @@ GENERATE_CHUNK = 64
 
 # ------------------------------------------------------------------------------------------ first errors
 
-def lands_in(action, obs, bbox) -> bool:
-    """A click, by element or by point, lands inside the expert's target box: the same widget, whichever of
-    its nodes (a row's label or its container) the policy named."""
-    if bbox is None:
-        return False
+def _tap_point(action, obs):
     if action.element is not None:
         e = next((e for e in obs.ui_elements if e.index == action.element), None)
-        if e is None:
-            return False
-        x, y = (e.bounds[0] + e.bounds[2]) / 2, (e.bounds[1] + e.bounds[3]) / 2
-    elif action.x is not None:
-        x, y = action.x, action.y
-    else:
+        return None if e is None else ((e.bounds[0] + e.bounds[2]) / 2, (e.bounds[1] + e.bounds[3]) / 2)
+    return (action.x, action.y) if action.x is not None else None
+
+
+def lands_in(action, obs, bbox, expert=None) -> bool:
+    """A click, by element or by point, reaches the expert's widget, whichever of its nodes (a row's label or
+    its container) the policy named: the same element a tap there reaches (core.matcher.hit_element) when the
+    expert's click reaches one, else inside the expert's target box (a switch in the row is another widget)."""
+    from gui_jax.core.matcher import hit_element
+    p = _tap_point(action, obs)
+    if p is None:
         return False
-    return bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]
+    q = _tap_point(expert, obs) if expert is not None else None
+    want = hit_element(obs.ui_elements, *q) if q is not None else None
+    if want is not None:
+        got = hit_element(obs.ui_elements, *p)
+        return got is not None and got.index == want.index
+    return bbox is not None and bbox[0] <= p[0] <= bbox[2] and bbox[1] <= p[1] <= bbox[3]
 
 
 def first_error(trace, ep) -> str:
@@ -57,7 +63,7 @@ def first_error(trace, ep) -> str:
             return "unparsable"
         want = ep.actions[t] if t < len(ep.actions) else None
         same = want is not None and action.type == want.type and (
-            lands_in(action, obs, ep.target_bboxes[t]) if want.type in ("click", "long_press")
+            lands_in(action, obs, ep.target_bboxes[t], want) if want.type in ("click", "long_press")
             # expert steps carry a description (`action_desc`) that a policy's parsed action never has
             else action.replace(action_desc=None) == want.replace(action_desc=None))
         if same:

@@ -95,7 +95,7 @@ def rule_label(ep: Episode, t: int, candidate: Action, *, bbox_scale: float = 1.
     bbox = ep.target_bboxes[t] if ep.target_bboxes else None
     _, exact = match_action(candidate, ep.actions[t], image_size=tuple(obs.screen_size), expert_bbox=bbox,
                             bbox_scale=bbox_scale, dist_threshold=dist_threshold,
-                            elements=[e.bounds for e in obs.ui_elements])
+                            elements=[e.bounds for e in obs.ui_elements], ui=obs.ui_elements)
     return bool(exact)
 
 

@@ -73,11 +73,12 @@ def judge_response(text: str, dialect: str, expert: Action, *, image_size: tuple
                    dist_threshold: float = 0.04,
                    elements: Optional[Sequence[BBox]] = None,
                    pred_transform: Optional[Callable[[Action], Action]] = None,
-                   text_rule: str = "substring") -> StepJudgement:
+                   text_rule: str = "substring", ui: Optional[Sequence] = None) -> StepJudgement:
     """Parses `text` in `dialect`, matches against `expert`, returns reward and flags.
 
     pred_transform maps the parsed action into the expert's coordinate frame (e.g. model image
-    pixels → screen pixels) before matching; `image_size` is that frame's size.
+    pixels → screen pixels) before matching; `image_size` is that frame's size. ui: the screen's element tree
+    (a click must reach the expert's element: match_action).
     """
     _check_preset(preset)
     try:
@@ -88,6 +89,6 @@ def judge_response(text: str, dialect: str, expert: Action, *, image_size: tuple
     matched_action = pred_transform(action) if pred_transform is not None else action
     tm, em = match_action(matched_action, expert, image_size=image_size, expert_bbox=expert_bbox,
                           bbox_scale=bbox_scale, dist_threshold=dist_threshold, elements=elements,
-                          text_rule=text_rule)
+                          text_rule=text_rule, ui=ui)
     r = float(step_reward_from_flags([True], [format_ok], [tm], [em], preset)[0])
     return StepJudgement(r, True, format_ok, tm, em, thought=thought, action=action)

@@ -72,6 +72,7 @@ def judge_step(text: str, ep: Episode, t: int, pcfg: PromptConfig, scfg: SemiOnl
                           expert_bbox=ep.target_bboxes[t], preset=scfg.reward_preset,
                           require_thought=require, bbox_scale=scfg.bbox_scale,
                           dist_threshold=scfg.dist_threshold, elements=element_table(obs), text_rule=scfg.text_match,
+                          ui=obs.ui_elements,
                           pred_transform=lambda a: scale_action_to_screen(label_to_element(a, obs.ui_elements),
                                                                           image_size, obs.screen_size))
 

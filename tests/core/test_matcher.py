@@ -109,3 +109,29 @@ def test_element_index_clicks():
                         expert_bbox=elements[1]) == (True, False)
     assert match_action(Action("click", element=0), Action("click", x=50, y=50), image_size=IMG,
                         elements=elements) == (True, True)
+
+
+def test_with_the_element_tree_a_click_must_reach_the_experts_element():
+    """A row (clickable, 0-100 x 200-260) holding its label and a switch (clickable): the switch lies in the
+    row's box, so the box rule accepts it, yet a tap there toggles instead of opening the row."""
+    from gui_jax.core.matcher import hit_element
+    from gui_jax.core.types import UIElement
+    ui = [UIElement(0, "FrameLayout", (0, 0, 100, 400)),
+          UIElement(1, "LinearLayout", (0, 200, 100, 260), clickable=True),
+          UIElement(2, "TextView", (5, 210, 60, 250), text="07:45"),
+          UIElement(3, "Switch", (70, 210, 95, 250), text="ON", clickable=True),
+          UIElement(4, "Button", (0, 300, 100, 340), text="Add", clickable=True, enabled=False)]
+    row = (0.0, 200.0, 100.0, 260.0)
+    expert = Action("click", x=50.0, y=230.0)
+    kw = dict(image_size=(100, 400), expert_bbox=row, elements=[e.bounds for e in ui])
+    switch, label, edge = Action("click", x=82.0, y=230.0), Action("click", element=2), Action("click", x=50.0, y=262.0)
+    assert match_action(switch, expert, **kw) == (True, True)               # the box rule alone
+    assert match_action(switch, expert, **kw, ui=ui) == (True, False)       # the tap reaches the switch
+    assert match_action(label, expert, **kw, ui=ui) == (True, True)         # the row's label: the row receives it
+    assert match_action(edge, expert, **kw) == (True, True)                 # in the 1.2-scaled box
+    assert match_action(edge, expert, **kw, ui=ui) == (True, False)         # reaches nothing
+    # an expert click that reaches no enabled clickable element: the box rules decide
+    assert match_action(Action("click", x=50.0, y=318.0), Action("click", x=52.0, y=320.0), image_size=(100, 400),
+                        expert_bbox=(0.0, 300.0, 100.0, 340.0), ui=ui) == (True, True)
+    assert hit_element(ui, 82.0, 230.0).index == 3 and hit_element(ui, 20.0, 230.0).index == 1
+    assert hit_element(ui, 50.0, 320.0) is None and hit_element(ui, 50.0, 100.0) is None

@@ -1,5 +1,7 @@
 """Reward-data construction reproduces hand-built cases: rule labels on the matcher's boundaries, each
 trajectory corruption on known episodes, potential labels, hard negatives, record round trips."""
+import dataclasses
+
 import pytest
 
 from gui_jax.core.types import Action
@@ -20,8 +22,15 @@ def clock_eps():
 
 
 def test_rule_labels_on_the_matcher_boundaries():
-    ep = make_episode(n=2)  # step 0: click (300, 300), target bbox (100, 200, 500, 400) on a 1080×2400 screen
-    # ×1.2 about the centre (300, 300): x ∈ [60, 540], y ∈ [180, 420], inclusive
+    ep = make_episode(n=2)  # step 0: click (300, 300) on element 0, bounds (100, 200, 500, 400), 1080×2400 screen
+    # the tree is known: right iff the tap reaches element 0 (x ∈ [100, 500), y ∈ [200, 400))
+    reach = [Action("click", x=100, y=200), Action("click", x=499.5, y=399.5), Action("click", x=500, y=300),
+             Action("click", x=300, y=400), Action("click", x=540, y=300), Action("click", x=300, y=600)]
+    assert [r.label for r in de.rule_verified_records(ep, 0, reach)] == [True, True, False, False, False, False]
+    # elements no tap reaches (not clickable): the box ×1.2 about the centre (300, 300) decides,
+    # x ∈ [60, 540], y ∈ [180, 420], inclusive
+    for o in ep.observations:
+        o.ui_elements = [dataclasses.replace(e, clickable=False) for e in o.ui_elements]
     cands = [Action("click", x=540, y=300), Action("click", x=540.5, y=300), Action("click", x=300, y=420),
              Action("click", x=300, y=420.6), Action("long_press", x=300, y=300), Action("click", x=60, y=180)]
     recs = de.rule_verified_records(ep, 0, cands)

@@ -46,3 +46,33 @@ def test_judge_response_end_to_end():
     assert judge_response(no_thought, "ui_s1", expert, **kw).reward == 0.0
     assert judge_response(no_thought, "ui_s1", expert, require_thought=False, **kw).reward == pytest.approx(1.0)
     assert judge_response(no_thought, "ui_s1", expert, preset="code", **kw).reward == pytest.approx(0.9)
+
+
+def test_a_switch_inside_the_experts_row_is_another_action_for_every_rule_user():
+    """clock.delete_alarm opens the alarm's row, whose ON/OFF switch lies inside the row's box: the data
+    engine's rule labels, the semi-online RL reward and the failure report's first error all call the switch
+    wrong (a tap there toggles the alarm) and the row's own label right."""
+    from gui_jax.core.types import Action
+    from gui_jax.envs.sim import PhoneSim, make_task
+    from gui_jax.jobs import failure_report as fr
+    from gui_jax.rewards.data_engine import rule_label
+    from gui_jax.rl.prompting import PromptConfig, expert_response
+    from gui_jax.rl.semi_online_rollout import SemiOnlineConfig, judge_step
+    from gui_jax.tasks.generate import generate_episode
+    ep = generate_episode(make_task("clock.delete_alarm", 3), PhoneSim(render=False, resolution=(112, 252)))
+    t = 1
+    obs, want = ep.observations[t], ep.actions[t]
+    switch = next(e for e in obs.ui_elements if e.cls.endswith("Switch") and e.bounds[1] <= want.y <= e.bounds[3])
+    x1, y1, x2, y2 = ep.target_bboxes[t]
+    assert x1 <= switch.center[0] <= x2 and y1 <= switch.center[1] <= y2      # inside the row's box
+    label = next(e for e in obs.ui_elements if not e.clickable and e.text and e.bounds[1] <= want.y <= e.bounds[3])
+    as_switch, as_label = Action("click", x=switch.center[0], y=switch.center[1]), Action("click", element=label.index)
+    assert not rule_label(ep, t, as_switch) and rule_label(ep, t, Action("click", x=label.center[0], y=label.center[1]))
+    from gui_jax.jobs import load_config
+    pcfg = PromptConfig(**load_config("configs/quickstart.py").prompt.to_dict())   # element mode
+    right, wrong = (judge_step(expert_response(a, obs, pcfg), ep, t, pcfg, SemiOnlineConfig(require_thought=False))
+                    for a in (as_label, Action("click", element=switch.index)))
+    assert (right.exact_match, wrong.exact_match) == (True, False) and right.reward > wrong.reward
+    assert fr.lands_in(as_label, obs, ep.target_bboxes[t], want)
+    assert not fr.lands_in(as_switch, obs, ep.target_bboxes[t], want)
+    assert fr.lands_in(as_switch, obs, ep.target_bboxes[t])                  # the box alone, without the expert

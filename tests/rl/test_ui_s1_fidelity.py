@@ -1,5 +1,7 @@
 """UI-S1 fidelity, each with hand-computed values: history window, episode-level advantage variants,
 dynamic sampling, rollout/matcher defaults from config, update metrics, one curriculum."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -161,9 +163,15 @@ def test_rl_defaults_dual_clip_require_thought_and_matcher_knobs():
     assert judge_step(click_response(0, True), ep, 0, pcfg, scfg_from(cfg)).reward == 0.0
     cfg.require_thought = False
     assert judge_step(click_response(0, True), ep, 0, pcfg, scfg_from(cfg)).reward == pytest.approx(1.0)
-    # Image (30, 45) = screen (300, 450): outside the ×1.2 bbox (y ≤ 420) and 150/2400 = 0.0625 from the
-    # expert point (> 0.04) → no match; dist_threshold 0.07 or bbox_scale 1.6 (y ≤ 460) → match.
+    # Image (30, 45) = screen (300, 450): on no element, so with the screen's tree no match whatever the knobs
     near = '<think>t</think>\n<action>{"action": "click", "coordinate": [30, 45]}</action>'
+    cfg.dist_threshold, cfg.bbox_scale = 0.07, 1.6
+    assert not judge_step(near, ep, 0, pcfg, scfg_from(cfg)).exact_match
+    cfg.dist_threshold, cfg.bbox_scale = 0.04, 1.2
+    # a tree no tap reaches (nothing clickable): outside the ×1.2 bbox (y ≤ 420) and 150/2400 = 0.0625 from the
+    # expert point (> 0.04) → no match; dist_threshold 0.07 or bbox_scale 1.6 (y ≤ 460) → match.
+    for o in ep.observations:
+        o.ui_elements = [dataclasses.replace(e, clickable=False) for e in o.ui_elements]
     assert not judge_step(near, ep, 0, pcfg, scfg_from(cfg)).exact_match
     cfg.dist_threshold = 0.07
     assert judge_step(near, ep, 0, pcfg, scfg_from(cfg)).exact_match

@@ -20,6 +20,7 @@ import dataclasses
 from typing import Optional, Sequence
 
 from gui_jax.core.labels import resolve_label
+from gui_jax.core.matcher import hit_element
 from gui_jax.core.types import Action, Episode, Observation, UIElement
 from gui_jax.envs.sim.apps import APP_CLASSES
 
@@ -31,24 +32,8 @@ def _clean(s: str) -> str:
     return " ".join(s.split())
 
 
-def _inside(e: UIElement, x: float, y: float) -> bool:
-    x1, y1, x2, y2 = e.bounds
-    return x1 <= x < x2 and y1 <= y < y2
-
-
 def _is_field(e: UIElement) -> bool:
     return e.cls.endswith("EditText")
-
-
-def hit_element(elements: Sequence[UIElement], x: float, y: float, long: bool = False) -> Optional[UIElement]:
-    """The element a tap at (x, y) reaches: the last enabled clickable one holding the point (a long press
-    prefers a long-clickable one), as PhoneSim's Device.hit decides on the live widget tree."""
-    tiers = ((lambda e: e.long_clickable), (lambda e: e.clickable)) if long else ((lambda e: e.clickable),)
-    for ok in tiers:
-        for e in reversed(elements):
-            if e.enabled and ok(e) and _inside(e, x, y):
-                return e
-    return None
 
 
 def element_name(elements: Sequence[UIElement], e: UIElement) -> str:
