@@ -48,9 +48,10 @@ def lands_in(action, obs, bbox, expert=None) -> bool:
     if p is None:
         return False
     q = _tap_point(expert, obs) if expert is not None else None
-    want = hit_element(obs.ui_elements, *q) if q is not None else None
+    long = expert is not None and expert.type == "long_press"
+    want = hit_element(obs.ui_elements, *q, long) if q is not None else None
     if want is not None:
-        got = hit_element(obs.ui_elements, *p)
+        got = hit_element(obs.ui_elements, *p, long)
         return got is not None and got.index == want.index
     return bbox is not None and bbox[0] <= p[0] <= bbox[2] and bbox[1] <= p[1] <= bbox[3]
 
