@@ -88,6 +88,17 @@ def hit_element(elements: Sequence[UIElement], x: float, y: float, long: bool = 
     return None
 
 
+def same_receiver(ui: Sequence[UIElement], point: tuple[float, float], expert_point: tuple[float, float],
+                  long: bool = False) -> Optional[bool]:
+    """Does a tap at `point` reach the element a tap at `expert_point` reaches? None when the expert's tap
+    reaches no clickable element (then only boxes and distances can judge)."""
+    want = hit_element(ui, expert_point[0], expert_point[1], long)
+    if want is None:
+        return None
+    got = hit_element(ui, point[0], point[1], long)
+    return got is not None and got.index == want.index
+
+
 def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float],
                  expert_bbox: Optional[BBox] = None, bbox_scale: float = 1.2,
                  dist_threshold: float = 0.04,
@@ -116,12 +127,9 @@ def match_action(pred: Action, expert: Action, *, image_size: tuple[float, float
         p, e = _point(pred, elements), _point(expert, elements)
         if p is None or e is None:
             return True, False
-        if ui is not None:
-            long = t == "long_press"
-            want = hit_element(ui, e[0], e[1], long)
-            if want is not None:
-                got = hit_element(ui, p[0], p[1], long)
-                return True, got is not None and got.index == want.index
+        same = same_receiver(ui, p, e, t == "long_press") if ui is not None else None
+        if same is not None:
+            return True, same
         if expert_bbox is not None and in_scaled_bbox(p[0], p[1], expert_bbox, bbox_scale):
             return True, True
         w, h = image_size

@@ -43,16 +43,14 @@ def lands_in(action, obs, bbox, expert=None) -> bool:
     """A click, by element or by point, reaches the expert's widget, whichever of its nodes (a row's label or
     its container) the policy named: the same element a tap there reaches (core.matcher.hit_element) when the
     expert's click reaches one, else inside the expert's target box (a switch in the row is another widget)."""
-    from gui_jax.core.matcher import hit_element
+    from gui_jax.core.matcher import same_receiver
     p = _tap_point(action, obs)
     if p is None:
         return False
     q = _tap_point(expert, obs) if expert is not None else None
-    long = expert is not None and expert.type == "long_press"
-    want = hit_element(obs.ui_elements, *q, long) if q is not None else None
-    if want is not None:
-        got = hit_element(obs.ui_elements, *p, long)
-        return got is not None and got.index == want.index
+    same = same_receiver(obs.ui_elements, p, q, expert.type == "long_press") if q is not None else None
+    if same is not None:
+        return same
     return bbox is not None and bbox[0] <= p[0] <= bbox[2] and bbox[1] <= p[1] <= bbox[3]
 
 

@@ -329,15 +329,13 @@ def write_results(workdir: str, rounds: int, extra: dict, where: str = "PhoneSim
               for r in rows}
     rm_rounds = read_json(os.path.join(workdir, ROUNDS_KEY))   # compare_rounds's, with co-evolution
     out = {"task_ids": evals[0]["task_ids"], "rounds": rows, "stages": stages, **extra}
+    table = format_rounds(rows)
     if rm_rounds:  # also a table of the experiment runner's report (gui_jax/experiment.py job_tables)
-        out.update(rm_rounds=rm_rounds,
-                   report_tables={"the reward model round by round": format_rm_rounds(rm_rounds)})
+        rm_table = format_rm_rounds(rm_rounds)
+        out.update(rm_rounds=rm_rounds, report_tables={"the reward model round by round": rm_table})
+        table += "\n\nThe reward model round by round (the same held-out records each round):\n\n" + rm_table
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
-    table = format_rounds(rows)
-    if rm_rounds:
-        table += ("\n\nThe reward model round by round (the same held-out records each round):\n\n"
-                  + format_rm_rounds(rm_rounds))
     with open(os.path.join(workdir, "results.md"), "w") as f:
         f.write(f"# Self-improvement rounds on {len(out['task_ids'])} held-out {where} tasks\n\n{table}\n\n"
                 "online SR: greedy; [lo, hi] = Wilson 95 % interval; p = exact McNemar, two-sided, paired with "
@@ -434,8 +432,6 @@ def run(config, workdir: str) -> None:
                   flush=True)
             if co_evolve:
                 m = rm_round_eval(rm, test_data, pcfg, rcfg, os.path.join(rdir[r], "rm_eval"))
-                add_prefix_min(os.path.join(rdir[r], "rm_eval"), test_data,
-                               make_scorer(rm, test_data.episodes, pcfg, rcfg).score)
                 print(f"[round {r}] reward model held-out step F1 {f1_of(m, 'step'):.3f}, outcome F1 "
                       f"{f1_of(m, 'outcome'):.3f}", flush=True)
             if r == R:
@@ -473,7 +469,7 @@ def run(config, workdir: str) -> None:
         logger.close()
         extra["profile"]["seconds_this_run"] = round(time.time() - t0, 1)
     if co_evolve:
-        for r in range(R + 1):  # a workdir from before the prefix minimum: added from the saved scores
+        for r in range(R + 1):  # from each round's saved scores; a round's RM is loaded only for uncovered prefixes
             add_prefix_min(os.path.join(rdir[r], "rm_eval"), test_data,
                            lambda recs, r=r: make_scorer(round_rm(config, rdir, r), test_data.episodes, pcfg,
                                                          rcfg).score(recs))
