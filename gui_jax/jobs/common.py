@@ -218,6 +218,14 @@ def select_tasks(tasks, dcfg, limit: int):
     return out[:limit]
 
 
+def without_held_out(tasks, held_out) -> list:
+    """`tasks` less every task of an instance (template, goal, parameters) that one of `held_out` has: tasks drawn
+    outside the split (a search's, few-shot demonstrations) must not train on a held-out task."""
+    from gui_jax.tasks.splits import instance_key
+    keys = {instance_key(t) for t in held_out}
+    return [t for t in tasks if instance_key(t) not in keys]
+
+
 def _no_tasks_message(side: str, tasks, d) -> str:
     have = sorted({t.template for t in tasks})
     wanted = [t for t in d.templates if t not in have]

@@ -19,7 +19,7 @@ import os
 from collections import defaultdict
 
 from gui_jax.eval.metrics import wilson_interval
-from gui_jax.jobs.common import prepare, starting_point
+from gui_jax.jobs.common import prepare, starting_point, without_held_out
 from gui_jax.jobs.episode_cache import load_or_generate
 from gui_jax.jobs.online_rl import evaluate_online_pool, format_results
 from gui_jax.rl.agent import Agent
@@ -31,14 +31,14 @@ MODES = ("zero_shot", "per_app", "all_app")
 
 
 def demo_tasks(config, test_tasks) -> dict:
-    """app -> k demonstration tasks: the unseen apps' templates at seeds of few_shot.demo_seed_range."""
+    """app -> k demonstration tasks: the unseen apps' templates at seeds of few_shot.demo_seed_range, none of an
+    instance a held-out task has."""
     from gui_jax.envs.sim import make_task
     fs = config.few_shot
     by_app: dict = defaultdict(list)
     templates = sorted({t.template for t in test_tasks})
     for seed in range(*fs.demo_seed_range):
-        for name in templates:
-            task = make_task(name, seed)
+        for task in without_held_out([make_task(name, seed) for name in templates], test_tasks):
             if len(by_app[task.app]) < fs.k:
                 by_app[task.app].append(task)
     return dict(by_app)

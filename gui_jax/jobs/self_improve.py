@@ -141,10 +141,12 @@ def expert_and_test_episodes(config, workdir: str, with_test: bool) -> tuple[lis
     return test_tasks, train_eps, test_eps
 
 
-def synth_tasks(config, r: int) -> list:
+def synth_tasks(config, r: int, held_out=()) -> list:
     """Round r's search tasks: the r-th disjoint seed slice of synth_seed_range, the configured templates
-    (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates;
-    a backend with its own task list: the first tasks_per_round of env.tasks × that slice."""
+    (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates, none of
+    an instance a `held_out` task has (PhoneSim repeats instances across seeds: a searched success on a held-out
+    instance would train the policy and the RM on a test task); a backend with its own task list: the first
+    tasks_per_round of env.tasks × that slice."""
     from gui_jax.envs.factory import backend_tasks
     from gui_jax.tasks.registry import list_templates, make_tasks
     si, d = config.self_improve, config.data
@@ -157,8 +159,8 @@ def synth_tasks(config, r: int) -> list:
     limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
     dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),
                                       "templates": templates})
-    return common.select_tasks(make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span)), dcfg,
-                               si.tasks_per_round)
+    pool = common.without_held_out(make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span)), held_out)
+    return common.select_tasks(pool, dcfg, si.tasks_per_round)
 
 
 def _materialize(obs):
@@ -439,7 +441,7 @@ def run(config, workdir: str) -> None:
             folder = os.path.join(rdir[r], "synth")
             loaded = load_synth(folder)
             if loaded is None:
-                tasks = synth_tasks(config, r) if search else []
+                tasks = synth_tasks(config, r, held_out=test_tasks) if search else []
                 eps, failed = synthesise(tasks, make_env, propose, score_many, si, progress=progress) if search \
                     else ([], [])
                 save_synth(folder, eps, tasks, failed)

@@ -29,6 +29,14 @@ def test_demonstrations_are_k_tasks_per_unseen_app_at_demo_seeds(tmp_path):
     for app, tasks in demos.items():
         assert all(t.app == app and t.template in test_templates and lo <= t.seed < hi for t in tasks)
     assert not {t.task_id for v in demos.values() for t in v} & {t.task_id for t in test_tasks}
+    # PhoneSim repeats instances across seeds: a held-out instance at a demonstration seed is skipped, not learnt
+    from gui_jax.envs.sim import make_task
+    from gui_jax.tasks.splits import instance_key
+    same = make_task("contacts.favorite", lo)
+    assert demos["contacts"][0].seed == lo    # the first demonstration, unless it is held out
+    demos = demo_tasks(c, list(test_tasks) + [same])
+    assert all(len(v) == 2 for v in demos.values()) and demos["contacts"][0].seed > lo
+    assert instance_key(same) not in {instance_key(t) for v in demos.values() for t in v}
 
 
 def test_every_adaptation_starts_from_the_start_the_zero_shot_row_evaluates(tmp_path, monkeypatch):

@@ -160,7 +160,8 @@ def test_self_improve_runs_a_round_and_resumes_without_redoing_it(tmp_path, monk
     si.run(cfg, wd)
     assert calls == {"eval": 2, "sft": 1, "search": 1}
     res = json.load(open(os.path.join(wd, "results.json")))
-    searched = [t.task_id for t in si.synth_tasks(cfg, 0)]
+    held = [make_task(t.split("#")[0], int(t.split("#")[1])) for t in res["task_ids"]]
+    searched = [t.task_id for t in si.synth_tasks(cfg, 0, held_out=held)]
     assert len(searched) == 2 and set(searched) <= {t.task_id for t in TASKS}
     assert sorted(res["rounds"]) == ["0", "1"] and res["task_ids"] == json.load(
         open(os.path.join(wd, "round_0", "eval.json")))["task_ids"]
@@ -248,6 +249,20 @@ def test_self_improve_expert_templates_narrow_the_expert_episodes_alone(tmp_path
     plain = _si_config()
     assert si.expert_config(plain) is plain and si.expert_config(cfg).data.templates == ("music.play",)
     assert tuple(cfg.data.templates) == ("music.play", "tasks.complete")  # the job's own config is untouched
+
+
+def test_search_tasks_skip_every_held_out_instance():
+    """PhoneSim repeats instances (template, goal, parameters) across seeds, so disjoint seed ranges do not keep the
+    search off the held-out tasks: synth_tasks drops every instance a held-out task has, and still fills the round."""
+    from gui_jax.tasks.splits import instance_key
+    cfg = _si_config(**{"data.templates": ("tasks.complete",), "self_improve.synth_seed_range": (400, 440),
+                        "self_improve.tasks_per_round": 10})
+    held = [make_task("tasks.complete", s) for s in range(1000, 1010)]
+    keys = {instance_key(t) for t in held}
+    assert any(instance_key(t) in keys for t in si.synth_tasks(cfg, 0))   # what the seeds alone let through
+    kept = si.synth_tasks(cfg, 0, held_out=held)
+    assert len(kept) == 10 and not any(instance_key(t) in keys for t in kept)
+    assert all(400 <= t.seed < 440 for t in kept)
 
 
 def test_synthesis_reach_by_template_counts_searched_tasks_and_their_successes():
