@@ -220,10 +220,14 @@ def select_tasks(tasks, dcfg, limit: int):
 
 def without_held_out(tasks, held_out) -> list:
     """`tasks` less every task of an instance (template, goal, parameters) that one of `held_out` has: tasks drawn
-    outside the split (a search's, few-shot demonstrations) must not train on a held-out task."""
+    outside the split (a search's, few-shot demonstrations, env.tasks × env.seeds) must not train on a held-out
+    task. A task without PhoneSim's instance fields (MiniWob++, AndroidWorld) is its own instance (its task id)."""
     from gui_jax.tasks.splits import instance_key
-    keys = {instance_key(t) for t in held_out}
-    return [t for t in tasks if instance_key(t) not in keys]
+
+    def key(t):
+        return instance_key(t) if hasattr(t, "params") and hasattr(t, "template") else ("task_id", t.task_id)
+    keys = {key(t) for t in held_out}
+    return [t for t in tasks if key(t) not in keys]
 
 
 def _no_tasks_message(side: str, tasks, d) -> str:

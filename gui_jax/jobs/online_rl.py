@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import os
 
+from gui_jax.config_check import RunError
 from gui_jax.eval.androidlab import records_report
 from gui_jax.eval.metrics import bootstrap_mean_interval, sign_test, wilson_interval
-from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point
+from gui_jax.jobs.common import checkpoint_overlaps, overlap_lines, prepare, starting_point, without_held_out
 from gui_jax.jobs.trajectories import FOLDER, report_line, save_records, saved_count
 from gui_jax.rl.agent import Agent
 from gui_jax.rl.prompting import PromptConfig
@@ -133,8 +134,9 @@ def load_trajectory_rm(config, pcfg):
 
 def episode_tasks(config, workdir: str) -> tuple[list, list, list]:
     """(train tasks, held-out tasks, SFT episodes). Backends with their own task list (env.tasks; android,
-    androidworld, miniwob) train on env.seeds and hold out env.eval_seeds of those tasks; PhoneSim and env
-    servers use the data split. The SFT start trains on the split's PhoneSim expert episodes either way."""
+    androidworld, miniwob) train on env.seeds and hold out env.eval_seeds of those tasks (PhoneSim's env.tasks less
+    every held-out instance, which other seeds repeat); PhoneSim and env servers without env.tasks use the data
+    split. The SFT start trains on the split's PhoneSim expert episodes either way."""
     from gui_jax.envs.factory import backend_tasks
     init_ckpt = config.init.checkpoint_dir if config.get("init") else ""
     sides = () if init_ckpt else ("train",)
@@ -142,6 +144,10 @@ def episode_tasks(config, workdir: str) -> tuple[list, list, list]:
     own = backend_tasks(config.env)
     if own is not None:
         train_tasks, test_tasks = own, backend_tasks(config.env, config.env.eval_seeds)
+        train_tasks = without_held_out(train_tasks, test_tasks)   # PhoneSim repeats instances across seeds
+        if not train_tasks:
+            raise RunError(f"env.seeds: every train task ({len(own)}) repeats a held-out instance of "
+                           f"env.eval_seeds; pick other seeds")
     return train_tasks, test_tasks, train_eps
 
 

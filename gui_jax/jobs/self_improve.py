@@ -146,7 +146,7 @@ def synth_tasks(config, r: int, held_out=()) -> list:
     (() = data.templates, () again = all), at most max_optimal_steps[r] steps, round-robin over templates, none of
     an instance a `held_out` task has (PhoneSim repeats instances across seeds: a searched success on a held-out
     instance would train the policy and the RM on a test task); a backend with its own task list: the first
-    tasks_per_round of env.tasks × that slice."""
+    tasks_per_round of env.tasks × that slice, again without held-out instances."""
     from gui_jax.envs.factory import backend_tasks
     from gui_jax.tasks.registry import list_templates, make_tasks
     si, d = config.self_improve, config.data
@@ -154,7 +154,7 @@ def synth_tasks(config, r: int, held_out=()) -> list:
     span = (s1 - s0) // max(si.rounds, 1)
     own = backend_tasks(config.env, range(s0 + r * span, s0 + (r + 1) * span)) if config.get("env") else None
     if own is not None:
-        return own[:si.tasks_per_round]
+        return common.without_held_out(own, held_out)[:si.tasks_per_round]
     templates = tuple(si.templates) or tuple(d.templates) or tuple(list_templates())
     limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
     dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),

@@ -142,3 +142,22 @@ def test_self_improve_on_androidworld_evaluates_and_synthesises_on_the_server(se
         assert [(a.type, a.x, a.y) for a in ep.actions] == [("click", x, y), ("terminate", None, None)]
     assert len(tuned) == 1 and [e.episode_id for e in tuned[0][-2:]] == [e.episode_id for e in eps]  # SFT on them
     assert "held-out androidworld tasks" in open(os.path.join(wd, "results.md")).read()
+
+
+def test_phonesim_env_tasks_train_on_no_held_out_instance(tmp_path):
+    """online_rl with PhoneSim's env.tasks × env.seeds: other seeds repeat held-out instances (tasks.complete has
+    16), so the train tasks drop every instance of env.eval_seeds' tasks; none left is an error naming env.seeds."""
+    from gui_jax.config_check import RunError
+    from gui_jax.jobs.online_rl import episode_tasks
+    from gui_jax.tasks.splits import instance_key
+    over = {"env.backend": "phonesim", "env.tasks": ("tasks.complete",), "env.seeds": tuple(range(40)),
+            "env.eval_seeds": tuple(range(1000, 1010)), "init.checkpoint_dir": "unused",
+            "data.templates": ("tasks.complete",)}
+    train, test, _ = episode_tasks(load_config("configs/grpo_online.py", **over), str(tmp_path))
+    held = {instance_key(t) for t in test}
+    assert len(test) == 10 and 0 < len(train) < 40 and not any(instance_key(t) in held for t in train)
+    from gui_jax.envs.sim import make_task
+    assert [t.task_id for t in train] == [t.task_id for t in (make_task("tasks.complete", s) for s in range(40))
+                                          if instance_key(t) not in held]
+    with pytest.raises(RunError, match="env.seeds: every train task"):
+        episode_tasks(load_config("configs/grpo_online.py", **{**over, "env.seeds": (1000, 1001)}), str(tmp_path))
