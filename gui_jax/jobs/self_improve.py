@@ -159,7 +159,11 @@ def synth_tasks(config, r: int, held_out=()) -> list:
     limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
     dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),
                                       "templates": templates})
-    pool = common.without_held_out(make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span)), held_out)
+    drawn = make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span))
+    pool = common.without_held_out(drawn, held_out)
+    if len(pool) < len(drawn):
+        print(f"[round {r}] search: {len(drawn) - len(pool)} of the seed slice's {len(drawn)} tasks left out "
+              f"(held-out instances)", flush=True)
     return common.select_tasks(pool, dcfg, si.tasks_per_round)
 
 
