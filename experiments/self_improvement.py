@@ -26,7 +26,8 @@ the RM's prefix-minimum step and outcome F1 rising every round (each Δ's 95 % i
 arm at each seed; seed 2 for sft_scarce, export_scarce, reward_model_scarce, control_scarce and
 self_improve_scarce_successes_only only. Measured (experiments/README.md note 6): SR holds (self - control
 +0.043, p 8e-05, seeds 0-1; successes-only +0.039, p 2e-05, seeds 0-2); the RM's F1 rises from round 0 to round 2
-in all five runs (p <= 0.03) but round by round in one. The 500-episode arm was not re-run (its rows are empty).
+in all five runs (p <= 0.03) but round by round in one. The 500-episode arm (seed 0, re-run too): +0.018 over
+its control, p 0.18.
 Report: experiments/results/self_improvement.{md,json,png}.
 """
 import os
