@@ -218,16 +218,20 @@ def select_tasks(tasks, dcfg, limit: int):
     return out[:limit]
 
 
-def without_held_out(tasks, held_out) -> list:
+def without_held_out(tasks, held_out, what: str = "") -> list:
     """`tasks` less every task of an instance (template, goal, parameters) that one of `held_out` has: tasks drawn
     outside the split (a search's, few-shot demonstrations, env.tasks × env.seeds) must not train on a held-out
-    task. A task without PhoneSim's instance fields (MiniWob++, AndroidWorld) is its own instance (its task id)."""
+    task. A task without PhoneSim's instance fields (MiniWob++, AndroidWorld) is its own instance (its task id).
+    With `what` (naming the tasks), a line says how many were left out."""
     from gui_jax.tasks.splits import instance_key
 
     def key(t):
         return instance_key(t) if hasattr(t, "params") and hasattr(t, "template") else ("task_id", t.task_id)
     keys = {key(t) for t in held_out}
-    return [t for t in tasks if key(t) not in keys]
+    kept = [t for t in tasks if key(t) not in keys]
+    if what and len(kept) < len(tasks):
+        print(f"{what}: {len(tasks) - len(kept)} of {len(tasks)} tasks left out (held-out instances)", flush=True)
+    return kept
 
 
 def _no_tasks_message(side: str, tasks, d) -> str:

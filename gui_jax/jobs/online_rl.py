@@ -144,10 +144,8 @@ def episode_tasks(config, workdir: str) -> tuple[list, list, list]:
     own = backend_tasks(config.env)
     if own is not None:
         train_tasks, test_tasks = own, backend_tasks(config.env, config.env.eval_seeds)
-        train_tasks = without_held_out(train_tasks, test_tasks)   # PhoneSim repeats instances across seeds
-        if len(train_tasks) < len(own):
-            print(f"{len(own) - len(train_tasks)} of {len(own)} train tasks (env.tasks × env.seeds) left out: they "
-                  f"repeat a held-out instance of env.eval_seeds")
+        # PhoneSim repeats instances across seeds
+        train_tasks = without_held_out(train_tasks, test_tasks, "train tasks (env.tasks × env.seeds)")
         if not train_tasks:
             raise RunError(f"env.seeds: every train task ({len(own)}) repeats a held-out instance of "
                            f"env.eval_seeds; pick other seeds")

@@ -154,16 +154,13 @@ def synth_tasks(config, r: int, held_out=()) -> list:
     span = (s1 - s0) // max(si.rounds, 1)
     own = backend_tasks(config.env, range(s0 + r * span, s0 + (r + 1) * span)) if config.get("env") else None
     if own is not None:
-        return common.without_held_out(own, held_out)[:si.tasks_per_round]
+        return common.without_held_out(own, held_out, f"[round {r}] search")[:si.tasks_per_round]
     templates = tuple(si.templates) or tuple(d.templates) or tuple(list_templates())
     limit = si.max_optimal_steps[min(r, len(si.max_optimal_steps) - 1)]
     dcfg = ml_collections.ConfigDict({"difficulties": tuple(d.difficulties), "max_optimal_steps": int(limit),
                                       "templates": templates})
-    drawn = make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span))
-    pool = common.without_held_out(drawn, held_out)
-    if len(pool) < len(drawn):
-        print(f"[round {r}] search: {len(drawn) - len(pool)} of the seed slice's {len(drawn)} tasks left out "
-              f"(held-out instances)", flush=True)
+    pool = common.without_held_out(make_tasks(templates, range(s0 + r * span, s0 + (r + 1) * span)), held_out,
+                                   f"[round {r}] search")
     return common.select_tasks(pool, dcfg, si.tasks_per_round)
 
 
