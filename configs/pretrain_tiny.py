@@ -51,8 +51,9 @@ def get_config():
         # requests phrased the ways people ask an app: questions, edits, counts; train/pretrain_launch.py)
         "launch_goals": "topics",
         # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
-        # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too);
-        # '' = pretrain_labels.DEFAULT_LABEL_KINDS
+        # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too; tokens:
+        # made-up words each led by a uniformly drawn word-start token, also as shared-word targets, at their
+        # share of the weights); '' = pretrain_labels.DEFAULT_LABEL_KINDS
         "label_kinds": "",
         # probability that a tap / read / state / toggle item is drawn on one of PhoneSim's own app pages
         # (Messages, Music, Clock alarms, Tasks: gui_jax/train/pretrain_apps.py) with generator labels, instead

@@ -42,8 +42,8 @@ from typing import Optional, Sequence
 
 from gui_jax.config_check import RunError
 from gui_jax.jobs import common
-from gui_jax.jobs.base_eval_misses import (answer_text, breakdown, clicks_element, copy_profile, opens_app,
-                                           parsed_action)
+from gui_jax.jobs.base_eval_misses import (LABEL_TOKEN_BUCKETS, answer_text, breakdown, clicks_element, copy_profile,
+                                           opens_app, parsed_action)
 
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
@@ -287,11 +287,11 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], app_pages=s["app_pages"],
                            examples=texts[:3], targets_over_max_new_tokens=cut)
+        tok = getattr(policy, "tokenizer", None)
         if all(it["target_element"] is not None for it in its):   # tap, home, toggle: where the misses go
-            out[obj]["taps"] = breakdown(its, texts, kind="tap")
+            out[obj]["taps"] = breakdown(its, texts, kind="tap", encode=tok.encode if tok is not None else None)
         elif all(it["answer"] is not None and it.get("value_element") is not None for it in its):   # read
             out[obj]["reads"] = breakdown(its, texts, kind="read")
-            tok = getattr(policy, "tokenizer", None)
             if tok is not None:   # the look-up's first token against the copy after it, in the expert's form
                 out[obj]["reads"]["copy"] = copy_profile(   # (prompt.answer_spaced: " Sep 8")
                     [answer_text(it, it["target"]) for it in its], [answer_text(it, t) for it, t in zip(its, texts)],
@@ -442,6 +442,10 @@ def format_table(results: dict) -> str:
                 quarters = " / ".join(f"{h}/{n}" for h, n in r[key]["by_target_quarter"])
                 notes.append(f"{name}: misses {misses or 'none'}; right by the {whose} quarter of the screen "
                              f"(top to bottom) {quarters}")
+            if "by_label_tokens" in r.get(key, {}):
+                notes.append(f"{name}: right by the label's length in tokens " + ", ".join(
+                    f"{lo}{'+' if hi > 99 else '' if lo == hi else f'-{hi}'}: {h}/{n}"
+                    for (lo, hi), (h, n) in zip(LABEL_TOKEN_BUCKETS, r[key]["by_label_tokens"])))
             if "copy" in r.get(key, {}):
                 notes.append(f"{name}: {copy_line(r[key]['copy'])}")
     if "attention" in results:

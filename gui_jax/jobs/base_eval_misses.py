@@ -92,10 +92,17 @@ def read_outcome(item: dict, text: str) -> str:
     return "part of the value" if set(said.split()) & set(value.split()) else "other text"
 
 
-def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str) -> dict:
+LABEL_TOKEN_BUCKETS = ((1, 4), (5, 5), (6, 7), (8, 9), (10, 10 ** 6))   # a tap label's length in tokens
+
+
+def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str,
+              encode: Optional[Callable[[str], list]] = None) -> dict:
     """{'outcomes': {outcome: count}, 'by_target_quarter': [[hits, items] per quarter of the screen]}: where a
     base's taps (kind 'tap': near misses on shared-word rows, index copies) or reads (kind 'read': a wrong line's
-    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen."""
+    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen. With
+    `encode` (the tokenizer's), taps also count 'by_label_tokens': [[hits, items] per LABEL_TOKEN_BUCKETS] of the
+    target label's length in tokens after a space (labels of few, whole-word tokens test the look-up on rare
+    tokens)."""
     outcome_of, names, key = ((tap_outcome, TAP_OUTCOMES, "target_element") if kind == "tap"
                               else (read_outcome, READ_OUTCOMES, "value_element"))
     outcomes = {k: 0 for k in names}
@@ -106,7 +113,16 @@ def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str) -> dict
         q = quarters[target_quarter(item, key)]
         q[0] += outcome == "right"
         q[1] += 1
-    return {"outcomes": outcomes, "by_target_quarter": quarters}
+    out = {"outcomes": outcomes, "by_target_quarter": quarters}
+    if encode is not None and kind == "tap":
+        by_length = [[0, 0] for _ in LABEL_TOKEN_BUCKETS]
+        for item, text in zip(items, texts):
+            n = len(encode(" " + item["label"]))
+            b = by_length[next(i for i, (lo, hi) in enumerate(LABEL_TOKEN_BUCKETS) if lo <= n <= hi)]
+            b[0] += tap_outcome(item, text) == "right"
+            b[1] += 1
+        out["by_label_tokens"] = by_length
+    return out
 
 
 

@@ -28,7 +28,7 @@ from gui_jax.envs.sim.widgets import PageRef
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.pretrain_labels import DEFAULT_LABEL_KINDS, LabelPool
 from gui_jax.train.pretrain_screens import (ScreenBuilder, Slot, StubDevice, SynthScreen, child_node, finish_screen,
-                                            lines_of, text_kinds)
+                                            lines_of, text_kinds, token_share)
 
 APP_PAGES = ("messages", "songs", "alarms", "tasks")
 # objective need → app pages with slots of that kind
@@ -41,6 +41,14 @@ MAX_PAGE_LINES = 34   # the most UI lines a page shows (Tasks: 10 rows of 3 line
 PEER_KINDS = {"name": 0.5, "words": 0.2, "pieces": 0.3}
 _PHONESIM_MINUTES = (0, 15, 30, 45)   # Clock.populate's alarm minutes: pretraining alarms never use them
 _PHONESIM_DUE_MONTH = 4               # Tasks.populate's due month (YYYY-04-DD)
+
+
+def peer_kinds(kinds: dict) -> dict:
+    """Label kinds of Messages peers: PEER_KINDS, with `tokens` at its share of `kinds` when that has it."""
+    share = token_share(kinds)
+    if share <= 0:
+        return PEER_KINDS
+    return {**PEER_KINDS, "tokens": sum(PEER_KINDS.values()) * share / (1.0 - share)}
 
 
 def _esc(text: str) -> str:
@@ -66,7 +74,7 @@ def _rows(screen) -> dict[str, object]:
 
 def _messages(b: ScreenBuilder, k: int):
     app = Messages(StubDevice())
-    peers = [b.target] + [b.label(PEER_KINDS) for _ in range(k - 1)]
+    peers = [b.target] + [b.label(peer_kinds(b.kinds)) for _ in range(k - 1)]
     for peer in peers:
         app.threads.append(Thread(app.new_id(), peer, [("them", b.value("phrase"))], b.chance(0.4)))
     order = b.rng.permutation(k)
@@ -178,13 +186,15 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
         if page == "alarms":
             target = _alarm_time(rng)
         elif rng.random() < shared_word_prob:
-            target, _kind = pool.multiword_label(rng)
+            target, kind = pool.multiword_label(rng, token_share(kinds))
         else:
-            tk = PEER_KINDS if page == "messages" else text_kinds(kinds)
+            tk = peer_kinds(kinds) if page == "messages" else text_kinds(kinds)
             names = list(tk)
             p = np.asarray([tk[n] for n in names], float)
-            target = pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
-        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
+            kind = names[int(rng.choice(len(names), p=p / p.sum()))]
+            target = pool.label(rng, kind)
+        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds,
+                          None if page == "alarms" else kind)
         app, slots = _PAGES[page](b, k)
         b.ui = UI(StubDevice(), PageRef(app.key, "main"), app.key)
         app.page_main(b.ui, b.ui.ref)

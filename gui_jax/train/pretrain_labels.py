@@ -14,6 +14,12 @@ Only FORMAT_WORDS (month abbreviations, AM/PM) are shared: they are part of valu
 Ovalin"), under the same two rules (pool by hash, no PhoneSim or goal word). Word lists reach only the ~700
 tokens their words split into; an agent on PhoneSim meets thousands more (names, app words), and a token the
 base never trained has an embedding the look-up cannot match. Pieces cover most of the vocabulary.
+
+`tokens` labels are made-up words each starting with a word-start token of the vocabulary drawn uniformly
+("▁Garcia" + "zu": "Garciazu"), the token kept as the word's first token. Unlike `pieces`, they also serve as
+the shared-word targets and distractors (`multiword_label`, `similar`): at the curricula's shared-word
+probability 1 every target is a multi-word label, so without them the look-up trains on the ~300 word-start
+tokens of the word lists only, and PhoneSim's names (one token each: "▁Garcia", "▁Silva") never.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ from gui_jax.train import pretrain_words as W
 
 POOLS = ("train", "reading_eval")
 EVAL_SHARE = 5  # 1 in EVAL_SHARE words / names / values hash into reading_eval
-LABEL_KINDS = ("words", "name", "phrase", "number", "price", "time", "date", "percent", "pieces")
+LABEL_KINDS = ("words", "name", "phrase", "number", "price", "time", "date", "percent", "pieces", "tokens")
 VALUE_KINDS = ("price", "time", "date", "percent", "number", "name", "words", "phrase")
 MULTIWORD_KINDS = ("words", "name", "phrase")  # kinds that can share a word with a distractor
 DEFAULT_LABEL_KINDS = {"words": 0.55, "name": 0.15, "phrase": 0.10, "number": 0.05, "price": 0.05,
@@ -208,6 +214,8 @@ class LabelPool:
             return self.value(rng, kind)
         if kind == "pieces":
             return self._pieces_label(rng)
+        if kind == "tokens":
+            return self.token_label(rng, int(rng.choice(3, p=[0.2, 0.6, 0.2])) + 1)
         raise ValueError(f"unknown label kind {kind!r}; known: {LABEL_KINDS}")
 
     def _piece_word(self, rng: np.random.Generator) -> str:
@@ -232,6 +240,27 @@ class LabelPool:
             return f"{' '.join(words)} - {self._piece_word(rng)}"
         return " ".join(words)
 
+    def token_word(self, rng: np.random.Generator) -> str:
+        """A made-up word whose first token is a word-start token drawn uniformly from the vocabulary
+        (`vocabulary_word_tokens`), a letter piece appended when the bare word is excluded or at random."""
+        starts, pieces = vocabulary_word_tokens(), vocabulary_pieces()
+        for _ in range(100):
+            token_id, w = starts[int(rng.integers(len(starts)))]
+            if rng.random() < 0.5 or not _keep(w, self.name):
+                w += pieces[int(rng.integers(len(pieces)))].lower()
+            if _keep(w, self.name) and w.lower() not in FORMAT_WORDS and first_token(w) == token_id:
+                return w
+        raise RuntimeError("no token word hashed into this pool in 100 tries")
+
+    def token_label(self, rng: np.random.Generator, n: int) -> str:
+        """n distinct token words (`token_word`)."""
+        words: list[str] = []
+        while len(words) < n:
+            w = self.token_word(rng)
+            if w.lower() not in {x.lower() for x in words}:
+                words.append(w)
+        return " ".join(words)
+
     def _word_combo(self, rng: np.random.Generator, n: int) -> str:
         if n == 1:
             parts = [self._pick(rng, self.adjectives if rng.random() < 0.3 else self.nouns)]
@@ -245,8 +274,11 @@ class LabelPool:
             return self._word_combo(rng, n)
         return _case(parts, title=rng.random() < 0.6)
 
-    def multiword_label(self, rng: np.random.Generator) -> tuple[str, str]:
-        """(label, kind) with at least two words, so distractors can share one word and still differ."""
+    def multiword_label(self, rng: np.random.Generator, token_share: float = 0.0) -> tuple[str, str]:
+        """(label, kind) with at least two words, so distractors can share one word and still differ; a
+        `tokens` label with probability token_share (0: no extra draw, so streams without it are unchanged)."""
+        if token_share > 0 and rng.random() < token_share:
+            return self.token_label(rng, 2 + int(rng.random() < 0.3)), "tokens"
         kind = MULTIWORD_KINDS[int(rng.choice(3, p=[0.7, 0.2, 0.1]))]
         if kind == "words":
             return self._word_combo(rng, 2 + int(rng.random() < 0.3)), kind
@@ -254,10 +286,19 @@ class LabelPool:
             return f"{self._pick(rng, self.first)} {self._pick(rng, self.last)}", kind
         return self.label(rng, "phrase"), kind
 
-    def similar(self, rng: np.random.Generator, label: str) -> Optional[str]:
+    def similar(self, rng: np.random.Generator, label: str, kind: Optional[str] = None) -> Optional[str]:
         """A label sharing all words but one with `label` ("Quiet Fire" → "Quiet Letters" / "Midnight Fire"):
-        one word swapped for another of its category, its capitalisation kept. None for a one-word label."""
+        one word swapped for another of its category (kind 'tokens': for another token word), its capitalisation
+        kept. None for a one-word label."""
         parts = label.split(" ")
+        if kind == "tokens" and len(parts) >= 2:
+            i = int(rng.integers(len(parts)))
+            lowered = {p.lower() for p in parts}
+            for _ in range(20):
+                new = self.token_word(rng)
+                if new.lower() not in lowered:
+                    return " ".join(parts[:i] + [new] + parts[i + 1:])
+            return None
         known = [i for i, w in enumerate(parts) if (w if w in self.category else w.lower()) in self.category]
         if len(parts) < 2 or not known:  # one word, or a value ("7:35 AM"): nothing to share
             return None
@@ -317,6 +358,27 @@ def vocabulary_pieces() -> tuple[str, ...]:
     tok = tiny_tokenizer()
     pieces = {tok.id_to_token(i).lstrip("\u2581") for i in range(tok.vocab_size)}
     return tuple(sorted(p for p in pieces if p.isascii() and p.isalpha()))
+
+
+@functools.lru_cache(maxsize=1)
+def vocabulary_word_tokens() -> tuple[tuple[int, str], ...]:
+    """(id, text) of the tiny tokenizer's word-start tokens of two or more ASCII letters, the mark dropped: the
+    first tokens of `tokens` words."""
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    tok = tiny_tokenizer()
+    out = []
+    for i in range(tok.vocab_size):
+        t = tok.id_to_token(i)
+        if t.startswith("\u2581") and len(t) >= 3 and t[1:].isascii() and t[1:].isalpha():
+            out.append((i, t[1:]))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def first_token(word: str) -> int:
+    """The id of the first token of `word` after a space (as a label follows "; " or another word)."""
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    return tiny_tokenizer().encode(" " + word)[0]
 
 
 @functools.lru_cache(maxsize=None)

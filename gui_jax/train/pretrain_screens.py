@@ -121,8 +121,14 @@ def lines_of(screen: Screen, cfg: PromptConfig) -> int:
 
 def text_kinds(kinds: dict) -> dict:
     """The word-like label kinds of `kinds` (titles of songs, tasks, alarms), else NAME_KINDS."""
-    out = {k: w for k, w in kinds.items() if k in ("words", "name", "phrase", "pieces")}
+    out = {k: w for k, w in kinds.items() if k in ("words", "name", "phrase", "pieces", "tokens")}
     return out or dict(NAME_KINDS)
+
+
+def token_share(kinds: dict) -> float:
+    """The share of `tokens` labels among `kinds` (0 without it): the share of shared-word targets drawn as
+    token words (LabelPool.multiword_label)."""
+    return float(kinds.get("tokens", 0.0)) / float(sum(kinds.values()))
 
 
 def child_node(node: Node, kind: str) -> Optional[Node]:
@@ -134,9 +140,9 @@ class ScreenBuilder:
     """Adds PhoneSim widgets to a tall page within a UI-line budget, drawing labels and recording slots."""
 
     def __init__(self, rng, pool: LabelPool, cfg: PromptConfig, n_lines: int, target: str, share: float,
-                 kinds: dict):
+                 kinds: dict, target_kind: Optional[str] = None):
         self.rng, self.pool, self.cfg, self.n, self.target, self.share = rng, pool, cfg, n_lines, target, share
-        self.kinds = kinds
+        self.kinds, self.target_kind = kinds, target_kind
         self.ui = UI(StubDevice(), PageRef(APP, "main"), APP)
         self.body: list[Node] = []
         self.slots: list[Slot] = []
@@ -155,7 +161,7 @@ class ScreenBuilder:
         kinds = kinds or self.kinds
         names = list(kinds)
         for _ in range(50):
-            lab = self.pool.similar(self.rng, self.target) if self.chance(self.share) else None
+            lab = self.pool.similar(self.rng, self.target, self.target_kind) if self.chance(self.share) else None
             if lab is None:
                 p = np.asarray([kinds[k] for k in names], float)
                 lab = self.pool.label(self.rng, names[int(self.rng.choice(len(names), p=p / p.sum()))])
@@ -433,12 +439,13 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
         kinds = NAME_KINDS
     for _ in range(max_tries):
         if rng.random() < shared_word_prob:
-            target, _kind = pool.multiword_label(rng)
+            target, kind = pool.multiword_label(rng, token_share(kinds))
         else:
             names = list(kinds)
             p = np.asarray([kinds[k] for k in names], float)
-            target = pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
-        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds)
+            kind = names[int(rng.choice(len(names), p=p / p.sum()))]
+            target = pool.label(rng, kind)
+        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds, kind)
         scr = _dialog(b) if layout == "dialog" else (_LAYOUT_FNS[layout](b) or b.screen())
         done = finish_screen(b, scr, layout, need, cfg, with_others)
         if done is not None:

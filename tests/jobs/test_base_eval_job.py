@@ -226,6 +226,9 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     assert sum(n for _, n in copy["by_value_tokens"]) == N
     assert sum(h for h, _ in copy["by_value_tokens"]) == objectives["read"]["successes"]
     assert any(line.startswith("read: token by token") for line in md)
+    by_length = objectives["tap"]["taps"]["by_label_tokens"]   # every tap item by its label's length in tokens
+    assert sum(n for _, n in by_length) == N and sum(h for h, _ in by_length) == objectives["tap"]["successes"]
+    assert any(line.startswith("tap: right by the label's length in tokens 1-4: ") for line in md)
 
 
 def test_tap_outcomes_name_where_each_miss_went():
@@ -245,7 +248,12 @@ def test_tap_outcomes_name_where_each_miss_went():
     got = base_eval_misses.breakdown([item] * 3, [click(9), click(2), "tap it"], kind="tap")
     assert got["outcomes"] == {"right": 1, "shares a word": 1, "no shared word": 0, "index not on screen": 0,
                                "not a click": 0, "malformed": 1}
-    assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]]
+    assert got["by_target_quarter"] == [[0, 0], [0, 0], [1, 3], [0, 0]] and "by_label_tokens" not in got
+    pieces = {" Midnight Fire": 4, " Quiet Fire": 7}   # a stand-in tokenizer: the label's length in tokens
+    two = [{**item, "label": "Midnight Fire"}, {**item, "label": "Quiet Fire"}]
+    got = base_eval_misses.breakdown(two * 2, [click(9), click(9), click(2), "tap it"], kind="tap",
+                                     encode=lambda text: [0] * pieces[text])
+    assert got["by_label_tokens"] == [[1, 2], [0, 0], [1, 2], [0, 0], [0, 0]]
 
 
 def test_read_outcomes_tell_a_wrong_row_from_a_garbled_copy():

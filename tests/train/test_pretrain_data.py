@@ -192,6 +192,32 @@ def test_pieces_labels_cover_the_vocabulary_without_phonesim_or_other_pool_words
     assert "garcia" in excluded
 
 
+def test_token_labels_train_the_look_up_on_the_whole_vocabulary_of_word_start_tokens():
+    """At the curricula's shared-word probability 1 every target is a multi-word label: with `tokens` in the
+    label kinds the screens reach nearly every word-start token (PhoneSim's one-token names among them), without it
+    only the word lists' few hundred."""
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.train.pretrain_labels import excluded_words, first_token, pool_of, vocabulary_word_tokens
+    tok, starts = tiny_tokenizer(), {i for i, _ in vocabulary_word_tokens()}
+    assert len(starts) > 1200 and tok.token_to_id("\u2581Garcia") in starts
+
+    def seen(kinds, n=300):
+        src = PretrainSource(CFG, {"tap": 1.0}, Difficulty(min_lines=20, max_lines=40, shared_word_prob=1.0,
+                                                           label_kinds=kinds), seed=4, app_pages=0.5)
+        return {t for i in range(n) for t in tok.encode(src[i]["ui_text"])} & starts
+    base = {"words": 0.3, "name": 0.1, "phrase": 0.06, "number": 0.04, "pieces": 0.39}
+    without, with_tokens = seen(base), seen({**base, "tokens": 0.4})
+    assert len(without) < 300 and len(with_tokens) > 650, (len(without), len(with_tokens))   # 157 / 887 measured
+    pool, rng, excluded = label_pool("train"), np.random.default_rng(1), excluded_words()
+    for _ in range(200):
+        label = pool.label(rng, "tokens")
+        for w in label.split(" "):
+            assert first_token(w) in starts and pool_of(w) == "train" and not word_forms(w) & excluded, label
+        two = pool.token_label(rng, 2)
+        other = pool.similar(rng, two, "tokens")
+        assert len(set(two.split()) & set(other.split())) == 1 and other != two
+
+
 def test_objective_mix_frequencies():
     weights = {"tap": 0.45, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.1}
     items = _items(2000, seed=9, mix=weights, min_lines=3, max_lines=8)
