@@ -15,6 +15,8 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
              screen (goal -> app); a hit when the response opens that app. The clicks' "named" subset
              (`names_element`: a task slot in the goal and in the clicked label) leaves out navigation
              clicks the goal does not name ("About phone" for the model number); it has a row and a pairing.
+             Row phonesim_answer: every expert answer step (the value the goal asks for, on the screen
+             the agent reads it from); a hit when the response answers it (`normalize_answer` equal).
 Items with a target element (tap, home, toggle) also report where the misses went (`breakdown`: a row whose
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
@@ -42,11 +44,13 @@ from typing import Optional, Sequence
 
 from gui_jax.config_check import RunError
 from gui_jax.jobs import common
-from gui_jax.jobs.base_eval_misses import (LABEL_TOKEN_BUCKETS, answer_text, breakdown, clicks_element, copy_profile,
-                                           opens_app, parsed_action)
+from gui_jax.jobs.base_eval_misses import (LABEL_TOKEN_BUCKETS, answer_text, answers_value, breakdown, clicks_element,
+                                           copy_profile, opens_app, parsed_action)
 
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
+PHONESIM_ANSWER = "phonesim_answer"   # its answer steps (the value the goal asks for, read off the screen)
+PHONESIM_PARTS = {"click": PHONESIM, "open": PHONESIM_OPEN, "answer": PHONESIM_ANSWER}
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -162,6 +166,23 @@ def phonesim_open_items(episodes, pcfg) -> list[dict]:
                       "target": expert_response(action, obs, pcfg), "template": ep.template,
                       "episode_id": ep.episode_id, "step": 0, "n_lines": len(shown_elements(obs, pcfg)),
                       "shown": True, "dialect": pcfg.dialect})
+    return items
+
+
+def phonesim_answer_items(episodes, pcfg) -> list[dict]:
+    """One item per expert answer step of the held-out episodes: the prompt the quickstart agent sees there
+    (no history), the answer and the expert's response."""
+    from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
+    items = []
+    for ep in episodes:
+        for t, action in enumerate(ep.actions):
+            if action.type != "answer" or not action.text:
+                continue
+            obs = ep.observations[t]
+            items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "answer": str(action.text),
+                          "target": expert_response(action, obs, pcfg), "template": ep.template,
+                          "episode_id": ep.episode_id, "step": t, "n_lines": len(shown_elements(obs, pcfg)),
+                          "shown": True, "dialect": pcfg.dialect})
     return items
 
 
@@ -302,14 +323,16 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
 def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int, templates: Sequence[str],
                    episodes: int, kind: str = "click", responses: Optional[list] = None) -> dict:
     """kind 'click': items of phonesim_items, a hit clicks the expert's element; 'open': items of
-    phonesim_open_items, a hit opens the expert's app. Each item's response row goes to `responses` when given."""
-    label = PHONESIM if kind == "click" else PHONESIM_OPEN
+    phonesim_open_items, a hit opens the expert's app; 'answer': items of phonesim_answer_items, a hit answers the
+    expert's value. Each item's response row goes to `responses` when given."""
+    label = PHONESIM_PARTS[kind]
     cut = too_long(policy, [it["target"] for it in items], max_new_tokens, label)
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
                            label=label)
     actions = [parsed_action(text, it["dialect"]) for it, text in zip(items, texts)]
-    hits = [clicks_element(a, it["element"]) if kind == "click" else opens_app(a, it["app"])
-            for it, a in zip(items, actions)]
+    hit = {"click": lambda a, it: clicks_element(a, it["element"]), "open": lambda a, it: opens_app(a, it["app"]),
+           "answer": lambda a, it: answers_value(a, it["answer"])}[kind]
+    hits = [hit(a, it) for it, a in zip(items, actions)]
     bad = [a is None for a in actions]
     if responses is not None:
         responses += response_rows(label, items, texts, hits)
@@ -421,7 +444,7 @@ def format_table(results: dict) -> str:
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"
-            what = "clicks" if r.get("kind", "click") == "click" else "first steps (open an app)"
+            what = {"click": "clicks", "open": "first steps (open an app)", "answer": "answers"}[r.get("kind", "click")]
             screens = (f"PhoneSim held-out, {len(r['templates'])} templates, {what} of "
                        f"{r['episodes_with_clicks']} of {r['episodes']} episodes, {lines} lines shown; "
                        f"{r['targets_not_shown']} targets cut from the prompt")
@@ -481,17 +504,18 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     t0 = time.time()
     reading = reading_items(s, pcfg)   # cheap; before the episodes and the model, so a bad setting stops early
-    test_tasks, test_eps, clicks, opens = [], [], [], []
+    test_tasks, test_eps, clicks, opens, answers = [], [], [], [], []
     if s["phonesim"]:
         _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
         clicks, opens = phonesim_items(test_eps, pcfg, test_tasks), phonesim_open_items(test_eps, pcfg)
-        if not clicks:
-            raise RunError("base_eval: the held-out episodes have no expert click on an element to score "
+        answers = phonesim_answer_items(test_eps, pcfg)
+        if not (clicks or opens or answers):
+            raise RunError("base_eval: the held-out episodes have no expert click, app opening or answer to score "
                            "(data.templates / data.num_test_episodes)")
     if earlier is not None:   # before the model: pairing needs the earlier run's very items
         digests = {o: items_digest([it["messages"] for it in its], [it["target"] for it in its])
                    for o, its in reading.items()}
-        for name, its in ((PHONESIM, clicks), (PHONESIM_OPEN, opens)):
+        for name, its in ((PHONESIM, clicks), (PHONESIM_OPEN, opens), (PHONESIM_ANSWER, answers)):
             if its:
                 digests[name] = items_digest([it["prompt"] for it in its], [it["target"] for it in its])
         check_pairable(digests, earlier, s["compare_to"])
@@ -510,6 +534,10 @@ def run(config, workdir: str) -> None:
         objectives[PHONESIM_OPEN] = score_phonesim(agent.policy, opens, max_new_tokens=max_new,
                                                    seed=int(config.seed), templates=templates,
                                                    episodes=len(test_eps), kind="open", responses=responses)
+    if answers:   # templates that end by answering a question
+        objectives[PHONESIM_ANSWER] = score_phonesim(agent.policy, answers, max_new_tokens=max_new,
+                                                     seed=int(config.seed), templates=templates,
+                                                     episodes=len(test_eps), kind="answer", responses=responses)
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
     if s["pointer_layout"]:

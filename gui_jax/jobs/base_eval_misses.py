@@ -28,6 +28,13 @@ def opens_app(action, app: str) -> bool:
         and str(action.text).strip().lower() == app.strip().lower()
 
 
+def answers_value(action, value: str) -> bool:
+    """Whether a parsed response (None: unparsable, a miss) answers `value` (equal after `normalize_answer`)."""
+    from gui_jax.train.pretrain_data import normalize_answer
+    return action is not None and action.type == "answer" and action.text is not None \
+        and normalize_answer(str(action.text)) == normalize_answer(value)
+
+
 TAP_OUTCOMES = ("right", "shares a word", "no shared word", "index not on screen", "not a click", "malformed")
 _UI_LINE = re.compile(r"^\[(\d+)\][^;\n]*;(.*)$", re.M)
 

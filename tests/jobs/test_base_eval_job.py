@@ -200,6 +200,35 @@ def test_a_click_counts_as_named_only_when_a_task_slot_is_in_the_goal_and_the_la
     assert not base_eval.names_element("Open my conversation with Quinn Ueda.", "Quinn Ueda", ())
 
 
+def test_answer_steps_are_scored_by_the_value_they_state(tmp_path, monkeypatch):
+    """An answer template's held-out episodes: each expert answer step is one phonesim_answer item, a hit when
+    the response states the value (case and a final period aside); another value or a click is a miss."""
+    config = tiny_config(untrained=True)
+    config.data.templates, config.base_eval.objectives = ("music.artist",), ()
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    _, _, _, eps = common.prepare(config, str(tmp_path), sides=("test",))
+    answers = [(ep, t) for ep in eps for t, a in enumerate(ep.actions) if a.type == "answer"]
+    assert len(answers) == 2 and all(ep.actions[0].type == "open" for ep in eps)
+    table = {_key(build_messages(ep.goal, [], ep.observations[0], pcfg)[0]):
+             format_response(ep.actions[0], pcfg.dialect) for ep in eps}
+    said = [Action("answer", text=f" {answers[0][0].actions[answers[0][1]].text.upper()}."),
+            Action("answer", text="Nobody")]
+    for (ep, t), action in zip(answers, said):
+        table[_key(build_messages(ep.goal, [], ep.observations[t], pcfg)[0])] = format_response(action, pcfg.dialect)
+    policy = LookupPolicy(table)
+    source = {"kind": "untrained", "path": None, "step": None, "preset": "stub", "seed": 0}
+    monkeypatch.setattr(base_eval, "load_agent", lambda config, tasks: (SimpleNamespace(policy=policy), source))
+    base_eval.run(config, str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["objectives"]) == [base_eval.PHONESIM_OPEN, base_eval.PHONESIM_ANSWER]
+    _expected(results, base_eval.PHONESIM_ANSWER, 1, 2)
+    assert results["objectives"][base_eval.PHONESIM_ANSWER]["hits"] == "10"
+    _expected(results, base_eval.PHONESIM_OPEN, 2, 2)
+    assert "answers of 2 of 2 episodes" in (tmp_path / "base_eval.md").read_text()
+    assert base_eval_misses.answers_value(Action("answer", text="Echo Park."), "echo park")
+    assert not base_eval_misses.answers_value(Action("click", element=3), "3")
+
+
 def test_tiny_random_model_end_to_end(tmp_path, capsys):
     """The real job on the untrained tiny model: every objective, n as asked, accuracy = successes / n."""
     base_eval.run(tiny_config(untrained=True), str(tmp_path))
