@@ -50,7 +50,10 @@ from gui_jax.jobs.base_eval_misses import (LABEL_TOKEN_BUCKETS, answer_text, ans
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
 PHONESIM_ANSWER = "phonesim_answer"   # its answer steps (the value the goal asks for, read off the screen)
-PHONESIM_PARTS = {"click": PHONESIM, "open": PHONESIM_OPEN, "answer": PHONESIM_ANSWER}
+# kind -> (row name, what its items are, whether a parsed response hits an item)
+PHONESIM_PARTS = {"click": (PHONESIM, "clicks", lambda a, it: clicks_element(a, it["element"])),
+                  "open": (PHONESIM_OPEN, "first steps (open an app)", lambda a, it: opens_app(a, it["app"])),
+                  "answer": (PHONESIM_ANSWER, "answers", lambda a, it: answers_value(a, it["answer"]))}
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -325,13 +328,11 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
     """kind 'click': items of phonesim_items, a hit clicks the expert's element; 'open': items of
     phonesim_open_items, a hit opens the expert's app; 'answer': items of phonesim_answer_items, a hit answers the
     expert's value. Each item's response row goes to `responses` when given."""
-    label = PHONESIM_PARTS[kind]
+    label, _, hit = PHONESIM_PARTS[kind]
     cut = too_long(policy, [it["target"] for it in items], max_new_tokens, label)
     texts = generate_texts(policy, [it["prompt"] for it in items], max_new_tokens=max_new_tokens, seed=seed,
                            label=label)
     actions = [parsed_action(text, it["dialect"]) for it, text in zip(items, texts)]
-    hit = {"click": lambda a, it: clicks_element(a, it["element"]), "open": lambda a, it: opens_app(a, it["app"]),
-           "answer": lambda a, it: answers_value(a, it["answer"])}[kind]
     hits = [hit(a, it) for it, a in zip(items, actions)]
     bad = [a is None for a in actions]
     if responses is not None:
@@ -444,7 +445,7 @@ def format_table(results: dict) -> str:
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"
-            what = {"click": "clicks", "open": "first steps (open an app)", "answer": "answers"}[r.get("kind", "click")]
+            what = PHONESIM_PARTS[r.get("kind", "click")][1]
             screens = (f"PhoneSim held-out, {len(r['templates'])} templates, {what} of "
                        f"{r['episodes_with_clicks']} of {r['episodes']} episodes, {lines} lines shown; "
                        f"{r['targets_not_shown']} targets cut from the prompt")

@@ -28,7 +28,7 @@ from gui_jax.envs.sim.widgets import PageRef
 from gui_jax.rl.prompting import PromptConfig
 from gui_jax.train.pretrain_labels import DEFAULT_LABEL_KINDS, LabelPool
 from gui_jax.train.pretrain_screens import (ScreenBuilder, Slot, StubDevice, SynthScreen, child_node, finish_screen,
-                                            lines_of, text_kinds, token_share)
+                                            draw_kind, lines_of, text_kinds, token_share)
 
 APP_PAGES = ("messages", "songs", "alarms", "tasks")
 # objective need → app pages with slots of that kind
@@ -188,10 +188,7 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
         elif rng.random() < shared_word_prob:
             target, kind = pool.multiword_label(rng, token_share(kinds))
         else:
-            tk = peer_kinds(kinds) if page == "messages" else text_kinds(kinds)
-            names = list(tk)
-            p = np.asarray([tk[n] for n in names], float)
-            kind = names[int(rng.choice(len(names), p=p / p.sum()))]
+            kind = draw_kind(rng, peer_kinds(kinds) if page == "messages" else text_kinds(kinds))
             target = pool.label(rng, kind)
         b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds,
                           None if page == "alarms" else kind)

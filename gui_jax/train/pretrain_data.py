@@ -33,7 +33,8 @@ from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABE
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import APP_SERVES, MAX_PAGE_LINES, build_app_screen
 from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
-from gui_jax.train.pretrain_screens import LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, layout_range
+from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, draw_kind,
+                                            layout_range)
 
 OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle", "launch")
 DEFAULT_MIX = {"tap": 0.4, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.15}
@@ -230,9 +231,7 @@ class PretrainSource:
 
 
     def _launch_label(self, rng) -> str:
-        names = list(self.label_kinds)
-        p = np.asarray([self.label_kinds[n] for n in names], float)
-        return self.pool.label(rng, names[int(rng.choice(len(names), p=p / p.sum()))])
+        return self.pool.label(rng, draw_kind(rng, self.label_kinds))
 
     def _launch_item(self, rng, i: int) -> dict:
         """A launch item: PhoneSim's home screen, a goal about one app's topic, the open action as the expert's;

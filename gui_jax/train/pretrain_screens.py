@@ -125,6 +125,13 @@ def text_kinds(kinds: dict) -> dict:
     return out or dict(NAME_KINDS)
 
 
+def draw_kind(rng: np.random.Generator, kinds: dict) -> str:
+    """One key of `kinds` ({kind: weight}) drawn by weight (one rng.choice call)."""
+    names = list(kinds)
+    p = np.asarray([kinds[k] for k in names], float)
+    return names[int(rng.choice(len(names), p=p / p.sum()))]
+
+
 def token_share(kinds: dict) -> float:
     """The share of `tokens` labels among `kinds` (0 without it): the share of shared-word targets drawn as
     token words (LabelPool.multiword_label)."""
@@ -159,12 +166,10 @@ class ScreenBuilder:
     def label(self, kinds: Optional[dict] = None) -> str:
         """A fresh label, distinct on this screen; with probability `share` one sharing a word with the target."""
         kinds = kinds or self.kinds
-        names = list(kinds)
         for _ in range(50):
             lab = self.pool.similar(self.rng, self.target, self.target_kind) if self.chance(self.share) else None
             if lab is None:
-                p = np.asarray([kinds[k] for k in names], float)
-                lab = self.pool.label(self.rng, names[int(self.rng.choice(len(names), p=p / p.sum()))])
+                lab = self.pool.label(self.rng, draw_kind(self.rng, kinds))
             if lab.lower() not in self.used:
                 self.used.add(lab.lower())
                 return lab
@@ -441,9 +446,7 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
         if rng.random() < shared_word_prob:
             target, kind = pool.multiword_label(rng, token_share(kinds))
         else:
-            names = list(kinds)
-            p = np.asarray([kinds[k] for k in names], float)
-            kind = names[int(rng.choice(len(names), p=p / p.sum()))]
+            kind = draw_kind(rng, kinds)
             target = pool.label(rng, kind)
         b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds, kind)
         scr = _dialog(b) if layout == "dialog" else (_LAYOUT_FNS[layout](b) or b.screen())
