@@ -48,7 +48,8 @@ def get_config():
         # PhoneSim's home screen -> open(text=app), gui_jax/train/pretrain_launch.py)
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
         # how launch items phrase goals: topics (generic frames x each app's topic words) | intents (half of them
-        # requests phrased the ways people ask an app: questions, edits, counts; train/pretrain_launch.py)
+        # requests phrased the ways people ask an app: questions, edits, counts; train/pretrain_launch.py) | pages
+        # (as intents, and for Messages, Music, Clock, Tasks half are the goals their pretraining pages pose)
         "launch_goals": "topics",
         # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
         # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too; tokens:

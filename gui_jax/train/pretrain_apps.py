@@ -41,6 +41,13 @@ MAX_PAGE_LINES = 34   # the most UI lines a page shows (Tasks: 10 rows of 3 line
 PEER_KINDS = {"name": 0.5, "words": 0.2, "pieces": 0.3}
 _PHONESIM_MINUTES = (0, 15, 30, 45)   # Clock.populate's alarm minutes: pretraining alarms never use them
 _PHONESIM_DUE_MONTH = 4               # Tasks.populate's due month (YYYY-04-DD)
+# The goals each page poses, in the apps' own phrasings, by the launcher's app label ({L}: the row's label; the
+# alarm's time). Launch items with launch_goals="pages" pose them on the home screen too, where the answer is
+# opening the app: trained only on their pages, the phrasings drew clicks there (experiments/results/pretrain_m1.md).
+PAGE_GOALS = {"Messages": ("Open my conversation with {L}.", "What is the last message from {L}?"),
+              "Music": ("Play the song '{L}'.",),
+              "Clock": ("Turn off the {L} alarm.", "Turn on the {L} alarm."),
+              "Tasks": ("Mark the task '{L}' as done.", "Mark the task '{L}' as not done.")}
 
 
 def peer_kinds(kinds: dict) -> dict:
@@ -56,7 +63,7 @@ def _esc(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _alarm_time(rng: np.random.Generator, hour: Optional[int] = None, minute: Optional[int] = None) -> str:
+def alarm_time(rng: np.random.Generator, hour: Optional[int] = None, minute: Optional[int] = None) -> str:
     while minute is None or minute in _PHONESIM_MINUTES:
         minute = int(rng.integers(60))
     return f"{int(rng.integers(24)) if hour is None else hour:02d}:{minute:02d}"
@@ -89,8 +96,7 @@ def _messages(b: ScreenBuilder, k: int):
                 continue
             title, sub = child_node(row, "row_title"), child_node(row, "row_sub")
             s = Slot(t.peer, [(title, "text", "{}" + _esc(shown[len(t.peer):]))], tap=title,
-                     goals={"tap": ("Open my conversation with {L}.",),
-                            "read": ("What is the last message from {L}?",)})
+                     goals={"tap": PAGE_GOALS["Messages"][:1], "read": PAGE_GOALS["Messages"][1:]})
             if sub is not None:
                 s.value, s.value_kind, s.value_node, s.where = t.messages[-1][1], "phrase", sub, "below"
             out.append(s)
@@ -108,7 +114,7 @@ def _songs(b: ScreenBuilder, k: int):
     def slots(screen):
         rows = _rows(screen)
         return [Slot(s.title, [(child_node(rows[s.title], "row_title"), "text", "{}")],
-                     tap=child_node(rows[s.title], "row_title"), goals={"tap": ("Play the song '{L}'.",)})
+                     tap=child_node(rows[s.title], "row_title"), goals={"tap": PAGE_GOALS["Music"]})
                 for s in app.songs if s.title in rows]
     return app, slots
 
@@ -120,7 +126,7 @@ def _alarms(b: ScreenBuilder, k: int):
     while len(times) < k:   # with the shared-word probability a distractor shares the target's hour or minutes
         shared = b.chance(b.share)
         by_hour = b.chance(0.5)
-        t = _alarm_time(b.rng, hour if shared and by_hour else None, minute if shared and not by_hour else None)
+        t = alarm_time(b.rng, hour if shared and by_hour else None, minute if shared and not by_hour else None)
         if t not in used:
             used.add(t)
             times.append(t)
@@ -137,7 +143,7 @@ def _alarms(b: ScreenBuilder, k: int):
             if a is None:
                 continue
             fmt = "{}  " + _esc(a.label)
-            phrase = f"Turn {'off' if a.enabled else 'on'} the {{L}} alarm."
+            phrase = PAGE_GOALS["Clock"][0 if a.enabled else 1]
             out.append(Slot(a.time, [(child_node(node, "row_title"), "text", fmt), (switch, "desc", fmt)],
                             state=a.enabled, state_kind="switch", toggle=switch, goals={"toggle": (phrase,)}))
         return out
@@ -161,7 +167,7 @@ def _tasks(b: ScreenBuilder, k: int):
             box = child_node(row, "checkbox") if row is not None else None
             if box is None:
                 continue
-            phrase = "Mark the task '{L}' as " + ("not done." if t.done else "done.")
+            phrase = PAGE_GOALS["Tasks"][1 if t.done else 0]
             out.append(Slot(t.title, [(child_node(row, "row_title"), "text", "{}"), (box, "desc", "Done: {}")],
                             state=t.done, state_kind="checkbox", toggle=box, goals={"toggle": (phrase,)}))
         return out
@@ -184,7 +190,7 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
     k = int(min(max((n_lines - chrome) // per_item, 2), hi))   # 2: short curriculum stages
     for _ in range(max_tries):
         if page == "alarms":
-            target = _alarm_time(rng)
+            target = alarm_time(rng)
         elif rng.random() < shared_word_prob:
             target, kind = pool.multiword_label(rng, token_share(kinds))
         else:

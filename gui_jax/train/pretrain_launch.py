@@ -6,7 +6,8 @@ phrasing, a mapping that low-rate SFT from the base learned for some templates a
 update could flip (experiments/results/quickstart_from_base.md). Here goals are composed from generic frames,
 topic words of each app, and generator labels ("Find the playlist 'Quiet Fire'." -> Music, "Change the
 brightness." -> Settings); the expert answers with the agent's own open action, open(text=<app>). The frames are
-not PhoneSim's task templates and the labels are never PhoneSim's.
+not PhoneSim's task templates (style "pages" adds the goals the pretraining app pages already pose) and the labels
+are never PhoneSim's.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Optional
 import numpy as np
 
 from gui_jax.core.types import Action, Observation
+from gui_jax.train.pretrain_apps import PAGE_GOALS, alarm_time
 
 # app label (PhoneSim's launcher) -> topic words. Entity words take a label ("the song 'X'"); setting words stand
 # alone ("Turn on Bluetooth.").
@@ -88,7 +90,24 @@ INTENT_FRAMES = {
                  "Which Android version does this phone run?", "How full is the phone's storage?",
                  "Lower the volume of this phone.", "Dim the display."),
 }
-LAUNCH_GOALS = ("topics", "intents")   # topic frames only | half topic frames, half INTENT_FRAMES
+# topic frames only | half topic frames, half INTENT_FRAMES | as intents, but for the apps with pretraining pages
+# (pretrain_apps.PAGE_GOALS) half the goals are the goals those pages pose, so the same goal opens the app here
+LAUNCH_GOALS = ("topics", "intents", "pages")
+
+
+def fixed_goals() -> frozenset[str]:
+    """Every goal launch_goal can pose without a label (the settings' topic frames, INTENT_FRAMES without {L})."""
+    return frozenset({f.format(N=n) for f in SETTING_FRAMES for n in SETTING_TOPICS}
+                     | {f for frames in INTENT_FRAMES.values() for f in frames if "{L}" not in f})
+
+
+@lru_cache(maxsize=1)
+def phonesim_fixed_goals(seeds: int = 100) -> frozenset[str]:
+    """The fixed goals that are also a PhoneSim task's goal ("Turn off Wi-Fi." is settings.wifi_off's): style
+    "pages" never poses them; "topics" and "intents" do, unchanged so that their streams reproduce."""
+    from gui_jax.tasks.registry import list_templates, make_task
+    fixed = fixed_goals()
+    return frozenset(g for t in list_templates() for s in range(seeds) if (g := make_task(t, s).goal) in fixed)
 
 
 @lru_cache(maxsize=1)
@@ -102,12 +121,21 @@ def launcher_observation() -> Observation:
 def launch_goal(rng: np.random.Generator, label: str, app: Optional[str] = None,
                 style: str = "topics") -> tuple[str, str]:
     """(goal, app): a goal about one of `app`'s topics (a random app when None), naming `label` when the topic is
-    an entity; style "intents": half the goals are `app`'s INTENT_FRAMES instead."""
+    an entity; style "intents": half the goals are `app`'s INTENT_FRAMES instead; "pages": as "intents", except
+    that half the goals of an app with pretraining pages are those pages' goals (an alarm's time for Clock's), and
+    that it never poses a PhoneSim task's goal."""
     if style not in LAUNCH_GOALS:
         raise ValueError(f"launch goals {style!r}: one of {', '.join(LAUNCH_GOALS)}")
     app = APPS[int(rng.integers(len(APPS)))] if app is None else app
     if app not in APPS:
         raise ValueError(f"launch: unknown app {app!r}; known: {', '.join(APPS)}")
+    if style == "pages":
+        if app in PAGE_GOALS and rng.random() < 0.5:
+            goals = PAGE_GOALS[app]
+            return goals[int(rng.integers(len(goals)))].replace("{L}", alarm_time(rng) if app == "Clock" else label), app
+        while (goal := launch_goal(rng, label, app, "intents"))[0] in phonesim_fixed_goals():
+            pass
+        return goal
     if style == "intents" and rng.random() < 0.5:
         frames = INTENT_FRAMES[app]
         return frames[int(rng.integers(len(frames)))].replace("{L}", label), app

@@ -84,8 +84,9 @@ def test_launch_labels_are_the_pools_and_never_phonesims():
 
 def test_intent_goals_mix_in_requests_and_keep_the_topic_stream_unchanged():
     """launch_goals="intents": about half the goals come from the app's INTENT_FRAMES (label filled in), the rest
-    from the topic frames; "topics" (the default) leaves the stream exactly as it was; no goal equals a goal of
-    any PhoneSim task; an unknown style is an error naming it."""
+    from the topic frames; "topics" (the default) leaves the stream exactly as it was; a goal equal to a PhoneSim
+    task's is one of the few fixed ones (phonesim_fixed_goals, which only style "pages" avoids); an unknown style
+    is an error naming it."""
     from gui_jax.tasks.registry import list_templates
     from gui_jax.train.pretrain_launch import INTENT_FRAMES
     assert set(INTENT_FRAMES) == set(APPS)
@@ -98,7 +99,8 @@ def test_intent_goals_mix_in_requests_and_keep_the_topic_stream_unchanged():
     assert 0.3 < np.mean(from_intents) < 0.7
     assert {it["app"] for it in items} == set(APPS)
     phonesim_goals = {make_task(t, s).goal for t in list_templates() for s in range(20)}
-    assert not phonesim_goals & {it["goal"] for it in items}
+    from gui_jax.train.pretrain_launch import phonesim_fixed_goals
+    assert phonesim_goals & {it["goal"] for it in items} <= phonesim_fixed_goals()
     topics = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2)
     assert [topics[i]["goal"] for i in range(20)] == [x["goal"] for x in _launch_items(20, goals=2)]
     assert [x["goal"] for x in items[:20]] != [topics[i]["goal"] for i in range(20)]
@@ -106,3 +108,51 @@ def test_intent_goals_mix_in_requests_and_keep_the_topic_stream_unchanged():
         PretrainSource(CFG, {"launch": 1.0}, launch_goals="chatty")
     with pytest.raises(ValueError, match="launch goals 'chatty'"):
         launch_goal(np.random.default_rng(0), "x", style="chatty")
+
+
+def test_page_goals_open_their_app_on_the_home_screen_as_phonesims_oracle_does():
+    """launch_goals="pages": for Messages, Music, Clock and Tasks about half the goals are the goals their
+    pretraining pages pose (generator labels; alarm times at minutes PhoneSim never sets), answered by opening the
+    app, the app PhoneSim's oracle opens for its tasks of the same phrasing; the other apps draw as with "intents",
+    whose stream "pages" leaves unchanged for them; no goal equals a PhoneSim task's."""
+    import re
+    from gui_jax.tasks.registry import list_templates
+    from gui_jax.train.pretrain_apps import PAGE_GOALS
+    patterns = {app: [re.compile(re.escape(g).replace(re.escape("{L}"), "(.+)") + "$") for g in goals]
+                for app, goals in PAGE_GOALS.items()}
+    matched = set()
+    for template in list_templates():
+        task = make_task(template, 0)
+        for app, ps in patterns.items():
+            if any(p.match(task.goal) for p in ps):
+                assert expert_actions(task)[0].action == launch_action(app), template
+                matched.add(app)
+    assert matched == set(PAGE_GOALS)   # every page's phrasing is one of PhoneSim's tasks'
+    src = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2, launch_goals="pages")
+    items = [src[i] for i in range(600)]
+    pool_labels, n_hits, n_items = [], 0, 0
+    for app in PAGE_GOALS:
+        mine = [it for it in items if it["app"] == app]
+        hits = [m.group(1) for it in mine for p in patterns[app] for m in [p.match(it["goal"])] if m]
+        assert 0.15 < len(hits) / len(mine) < 0.85, app
+        n_hits, n_items = n_hits + len(hits), n_items + len(mine)
+        if app == "Clock":
+            assert all(re.fullmatch(r"\d\d:\d\d", h) and int(h[3:]) % 15 for h in hits)
+        else:
+            pool_labels += hits
+    assert 0.4 < n_hits / n_items < 0.6
+    from gui_jax.train.pretrain_labels import phonesim_words, pool_of
+    own = label_pool("train").words()
+    words = {w.lower() for lab in pool_labels for w in re.findall(r"[A-Za-z]+", lab)} - FORMAT_WORDS
+    assert len(words) > 40 and all(w in own or pool_of(w) == "train" for w in words)
+    assert not words & phonesim_words()
+    # labelled goals hold generator labels (checked above); of the fixed goals, PhoneSim's are never posed
+    from gui_jax.train.pretrain_launch import fixed_goals, phonesim_fixed_goals
+    phonesim_goals = {make_task(t, s).goal for t in list_templates() for s in range(150)}
+    assert phonesim_goals & fixed_goals() == phonesim_fixed_goals() and "Turn off Wi-Fi." in phonesim_fixed_goals()
+    posed = {it["goal"] for it in items} | {t["goal"] for it in items for t in it["turns"]}
+    assert not posed & phonesim_goals and len(posed & fixed_goals()) > 20
+    intents = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2, launch_goals="intents")
+    others = [i for i, it in enumerate(items[:60]) if it["app"] not in PAGE_GOALS and
+              all(t["app"] not in PAGE_GOALS for t in it["turns"])]
+    assert others and all(items[i]["goal"] == intents[i]["goal"] for i in others)
