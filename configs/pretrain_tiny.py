@@ -60,6 +60,9 @@ def get_config():
         # (Messages, Music, Clock alarms, Tasks: gui_jax/train/pretrain_apps.py) with generator labels, instead
         # of a generic layout; 0 = generic layouts only
         "app_pages": 0.0,
+        # app pages also ask the read questions of PhoneSim's answer templates ("What did {L} say in their most
+        # recent message?") and an Expenses page serves reads ("How much did I spend on '{L}'?"); False: unchanged
+        "page_answers": False,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

@@ -12,6 +12,8 @@ screen's bottom edge cutting a long list). Only the content is swapped for label
                                                                      toggle / state of the task
 Goals mix the generic phrasings with the app's own ("Open my conversation with {L}.", "Play the song '{L}'.",
 "Turn off the {L} alarm.", "Mark the task '{L}' as done."), always with generator labels.
+With page_answers, PhoneSim's answer questions too (ANSWER_GOALS), on Messages and on a fifth page:
+  expenses  expense rows (name, category, amount)                    read the amount
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from gui_jax.envs.sim.apps.base import money
 from gui_jax.envs.sim.apps.clock import Alarm, Clock
+from gui_jax.envs.sim.apps.expenses import CATEGORIES, Expense, Expenses
 from gui_jax.envs.sim.apps.messages import Messages, Thread
 from gui_jax.envs.sim.apps.music import Music, Song
 from gui_jax.envs.sim.apps.todo import PRIORITIES, Tasks, Todo
@@ -34,8 +38,11 @@ APP_PAGES = ("messages", "songs", "alarms", "tasks")
 # objective need → app pages with slots of that kind
 APP_SERVES = {"tap": ("messages", "songs"), "read": ("messages",), "state": ("alarms", "tasks"),
               "toggle": ("alarms", "tasks")}
+# pages (need → pages) that only page_answers adds: the stream without it is unchanged
+ANSWER_SERVES = {"read": ("expenses",)}
 # (fixed UI lines of the page's chrome, lines per item, (min, max) items as PhoneSim populates the app)
-_SHAPE = {"messages": (2, 2, (4, 7)), "songs": (3, 2, (10, 16)), "alarms": (5, 2, (3, 6)), "tasks": (3, 3, (6, 10))}
+_SHAPE = {"messages": (2, 2, (4, 7)), "songs": (3, 2, (10, 16)), "alarms": (5, 2, (3, 6)), "tasks": (3, 3, (6, 10)),
+          "expenses": (3, 3, (7, 12))}
 MAX_PAGE_LINES = 34   # the most UI lines a page shows (Tasks: 10 rows of 3 lines + chrome; the screen cuts more)
 # peers: names, and made-up words from the tokenizer's pieces, so a peer's rare tokens are looked up too
 PEER_KINDS = {"name": 0.5, "words": 0.2, "pieces": 0.3}
@@ -48,6 +55,17 @@ PAGE_GOALS = {"Messages": ("Open my conversation with {L}.", "What is the last m
               "Music": ("Play the song '{L}'.",),
               "Clock": ("Turn off the {L} alarm.", "Turn on the {L} alarm."),
               "Tasks": ("Mark the task '{L}' as done.", "Mark the task '{L}' as not done.")}
+# page_answers: the read questions PhoneSim's answer templates ask of a page, added to its read phrasings (answer
+# steps read zero-shot in 14-20 of 275, and messages.last_message's phrasing in none: experiments/results/pretrain_m1.md)
+ANSWER_GOALS = {"messages": ("What did {L} say in their most recent message?",),
+                "expenses": ("How much did I spend on '{L}'?",)}
+
+
+def app_serves(page_answers: bool = False) -> dict:
+    """need → app pages that serve it: APP_SERVES, and with page_answers ANSWER_SERVES' pages too."""
+    if not page_answers:
+        return APP_SERVES
+    return {need: APP_SERVES.get(need, ()) + ANSWER_SERVES.get(need, ()) for need in {*APP_SERVES, *ANSWER_SERVES}}
 
 
 def peer_kinds(kinds: dict) -> dict:
@@ -174,17 +192,35 @@ def _tasks(b: ScreenBuilder, k: int):
     return app, slots
 
 
-_PAGES: dict[str, Callable] = {"messages": _messages, "songs": _songs, "alarms": _alarms, "tasks": _tasks}
+def _expenses(b: ScreenBuilder, k: int):
+    app = Expenses(StubDevice())
+    names = [b.target] + [b.label(text_kinds(b.kinds)) for _ in range(k - 1)]
+    for j in b.rng.permutation(k):
+        amount = float(b.value("price")[1:].replace(",", ""))
+        app.items.append(Expense(app.new_id(), names[int(j)], amount, CATEGORIES[int(b.rng.integers(len(CATEGORIES)))]))
+
+    def slots(screen):
+        rows = _rows(screen)
+        return [Slot(e.name, [(child_node(rows[e.name], "row_title"), "text", "{}")], value=money(e.amount),
+                     value_kind="price", value_node=child_node(rows[e.name], "row_right"), where="beside")
+                for e in app.items if e.name in rows]
+    return app, slots
+
+
+_PAGES: dict[str, Callable] = {"messages": _messages, "songs": _songs, "alarms": _alarms, "tasks": _tasks,
+                               "expenses": _expenses}
 
 
 def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *, page: str, need: str,
                      n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
-                     max_tries: int = 50, with_others: bool = False) -> SynthScreen:
-    """PhoneSim's `page` (messages | songs | alarms | tasks) with a target slot serving `need`, its items as many
-    as fit `n_lines` UI lines (at least 2, at most as many as PhoneSim populates); the screen's bottom edge cuts
-    a longer list as PhoneSim's does (at most MAX_PAGE_LINES lines), so it shows about n_lines lines or fewer."""
-    if page not in APP_PAGES or need not in APP_SERVES or page not in APP_SERVES[need]:
-        raise ValueError(f"app page {page!r} cannot serve objective need {need!r}")
+                     max_tries: int = 50, with_others: bool = False, page_answers: bool = False) -> SynthScreen:
+    """PhoneSim's `page` (messages | songs | alarms | tasks; expenses with page_answers) with a target slot serving
+    `need`, its items as many as fit `n_lines` UI lines (at least 2, at most as many as PhoneSim populates); the
+    screen's bottom edge cuts a longer list as PhoneSim's does (at most MAX_PAGE_LINES lines), so it shows about
+    n_lines lines or fewer. page_answers: reads are also asked in ANSWER_GOALS' phrasings."""
+    if page not in app_serves(page_answers).get(need, ()):
+        raise ValueError(f"app page {page!r} cannot serve objective need {need!r}"
+                         + ("" if page_answers or page not in _SHAPE else " (without page_answers)"))
     kinds = dict(label_kinds or DEFAULT_LABEL_KINDS)
     chrome, per_item, (lo, hi) = _SHAPE[page]
     k = int(min(max((n_lines - chrome) // per_item, 2), hi))   # 2: short curriculum stages
@@ -203,6 +239,9 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
         app.page_main(b.ui, b.ui.ref)
         screen = b.ui.finish(app.key, keyboard=False, toast="")
         b.slots, b.n = slots(screen), lines_of(screen, cfg)
+        for s in b.slots if page_answers else ():
+            if s.value_node is not None:
+                s.goals = {**s.goals, "read": tuple(s.goals.get("read", ())) + ANSWER_GOALS.get(page, ())}
         target_slot = next((s for s in b.slots if s.label == target), None)
         done = finish_screen(b, screen, page, need, cfg, with_others, target_slot) if target_slot else None
         if done is not None:

@@ -31,7 +31,7 @@ from gui_jax.rl.batch import TrainSample
 from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_text, ui_text, word_spaced
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
-from gui_jax.train.pretrain_apps import APP_SERVES, MAX_PAGE_LINES, build_app_screen
+from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, app_serves, build_app_screen
 from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, draw_kind,
                                             layout_range)
@@ -120,12 +120,13 @@ class PretrainSource:
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
-                 app_pages: float = 0.0, launch_goals: str = "topics"):
+                 app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
         is drawn on one of PhoneSim's own app pages instead of a generic layout (0: never, streams unchanged).
-        launch_goals: how launch items phrase their goals (pretrain_launch.LAUNCH_GOALS; "topics": streams unchanged)."""
+        launch_goals: how launch items phrase their goals (pretrain_launch.LAUNCH_GOALS; "topics": streams unchanged).
+        page_answers: app pages also ask PhoneSim's answer questions, and Expenses serves reads (pretrain_apps)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -164,6 +165,7 @@ class PretrainSource:
         if launch_goals not in LAUNCH_GOALS:
             raise ValueError(f"launch_goals must be one of {LAUNCH_GOALS}, got {launch_goals!r}")
         self.launch_goals = launch_goals
+        self.page_answers = bool(page_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -194,12 +196,12 @@ class PretrainSource:
             return self._launch_item(rng, i)
         d = self.difficulty
         n = int(rng.integers(d.min_lines, d.max_lines + 1))
-        pages = [(page, need) for need in _needs(obj) for page in APP_SERVES.get(need, ())]
+        pages = [(page, need) for need in _needs(obj) for page in app_serves(self.page_answers).get(need, ())]
         if self.app_pages > 0 and pages and rng.random() < self.app_pages:   # no draw at 0: streams unchanged
             layout, need = pages[int(rng.integers(len(pages)))]
             scr = build_app_screen(rng, self.pool, self.cfg, page=layout, need=need, n_lines=n,
                                    shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
-                                   with_others=self.goals_per_screen > 1)
+                                   with_others=self.goals_per_screen > 1, page_answers=self.page_answers)
         else:
             options = self.choices[obj][n]
             layout, need = options[int(rng.integers(len(options)))]

@@ -137,3 +137,46 @@ def test_shared_alarm_times_share_the_hour_or_the_minutes():
         by["hour"] += sum(h == hour for h, _ in times)
         by["minutes"] += sum(m == minute for _, m in times)
     assert min(by.values()) > 0.3 * sum(by.values())
+
+
+def test_page_answers_add_phonesims_answer_questions_and_the_expenses_page():
+    """page_answers: reads are also asked in PhoneSim's answer phrasings (ANSWER_GOALS) on Messages and on an
+    Expenses page, whose read answers the amount on the named row's right (PhoneSim's money format) under the
+    app's chrome; names are generator labels, never PhoneSim's; read pointers build; without it the page is
+    refused, naming the flag, and the read stream draws no expenses page."""
+    import numpy as np
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.attention_pointers import HOPS, PiecePointers
+    from gui_jax.train.pretrain_apps import ANSWER_GOALS, build_app_screen
+    from gui_jax.train.pretrain_data import encode_item
+    src = PretrainSource(CFG, {"read": 1}, Difficulty(4, 40, shared_word_prob=0.5), seed=0, goals_per_screen=2,
+                         app_pages=1.0, page_answers=True)
+    items = [src[i] for i in range(160)]
+    assert {it["layout"] for it in items} == {"messages", "expenses"}
+    tok = tiny_tokenizer()
+    encoder, pointers = ChatEncoder(tok, ImageProcessor()), PiecePointers(tok)
+    sim, train = phonesim_words(), label_pool("train").words()
+    for layout, (phrase,) in ANSWER_GOALS.items():
+        mine = [it for it in items if it["layout"] == layout]
+        goals = [g for it in mine for g in [it["goal"]] + [t["goal"] for t in it["turns"]]]
+        asked = [g for g in goals if re.fullmatch(re.escape(phrase).replace(re.escape("{L}"), ".+"), g)]
+        assert 0.1 < len(asked) / len(goals) < 0.6, layout
+    for it in (it for it in items if it["layout"] == "expenses"):
+        lines = _lines(it)
+        assert lines[3].endswith("; Expenses") and lines[5].startswith("; Total: $")
+        assert any(ln.endswith("click; Add expense") for ln in lines.values()) or max(lines) >= 30
+        assert re.fullmatch(r"\$[\d,]+\.\d\d", it["answer"])
+        assert lines[it["value_element"]].split(";", 1)[1].strip() == it["answer"]
+        assert lines[it["label_element"]].split(";", 1)[1].strip() == it["label"]
+        assert it["value_element"] == it["label_element"] + 2   # name, category, amount
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", it["label"])}
+        assert not words & sim and all(w in train or pool_of(w) == "train" for w in words)
+        rows = pointers(encode_item(encoder, it).sample, f"item {it['index']}", read=True)
+        assert {"row", "read_match"} <= {HOPS[h] for h in rows[:, 0]}
+    with pytest.raises(ValueError, match="app page 'expenses' cannot serve .* .without page_answers."):
+        build_app_screen(np.random.default_rng(0), label_pool("train"), CFG, page="expenses", need="read", n_lines=20)
+    plain = _items({"read": 1}, 40)
+    assert {it["layout"] for it in plain} == {"messages"}
+    assert not any("most recent message" in it["goal"] for it in plain)
