@@ -220,7 +220,7 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
     n_lines lines or fewer. page_answers: reads are also asked in ANSWER_GOALS' phrasings."""
     if page not in app_serves(page_answers).get(need, ()):
         raise ValueError(f"app page {page!r} cannot serve objective need {need!r}"
-                         + ("" if page_answers or page not in _SHAPE else " (without page_answers)"))
+                         + (" (without page_answers)" if page in app_serves(True).get(need, ()) else ""))
     kinds = dict(label_kinds or DEFAULT_LABEL_KINDS)
     chrome, per_item, (lo, hi) = _SHAPE[page]
     k = int(min(max((n_lines - chrome) // per_item, 2), hi))   # 2: short curriculum stages
