@@ -113,8 +113,8 @@ def test_intent_goals_mix_in_requests_and_keep_the_topic_stream_unchanged():
 def test_page_goals_open_their_app_on_the_home_screen_as_phonesims_oracle_does():
     """launch_goals="pages": for Messages, Music, Clock and Tasks about half the goals are the goals their
     pretraining pages pose (generator labels; alarm times at minutes PhoneSim never sets), answered by opening the
-    app, the app PhoneSim's oracle opens for its tasks of the same phrasing; the other apps draw as with "intents",
-    whose stream "pages" leaves unchanged for them; no goal equals a PhoneSim task's."""
+    app, the app PhoneSim's oracle opens for its tasks of the same phrasing; the other apps draw as with "intents"
+    (the same goals, up to a redrawn PhoneSim goal); no goal equals a PhoneSim task's."""
     import re
     from gui_jax.tasks.registry import list_templates
     from gui_jax.train.pretrain_apps import PAGE_GOALS
