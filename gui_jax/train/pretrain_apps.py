@@ -61,11 +61,13 @@ ANSWER_GOALS = {"messages": ("What did {L} say in their most recent message?",),
                 "expenses": ("How much did I spend on '{L}'?",)}
 
 
+_SERVES_WITH_ANSWERS = {need: APP_SERVES.get(need, ()) + ANSWER_SERVES.get(need, ())
+                        for need in {*APP_SERVES, *ANSWER_SERVES}}
+
+
 def app_serves(page_answers: bool = False) -> dict:
     """need → app pages that serve it: APP_SERVES, and with page_answers ANSWER_SERVES' pages too."""
-    if not page_answers:
-        return APP_SERVES
-    return {need: APP_SERVES.get(need, ()) + ANSWER_SERVES.get(need, ()) for need in {*APP_SERVES, *ANSWER_SERVES}}
+    return _SERVES_WITH_ANSWERS if page_answers else APP_SERVES
 
 
 def peer_kinds(kinds: dict) -> dict:

@@ -166,6 +166,7 @@ class PretrainSource:
             raise ValueError(f"launch_goals must be one of {LAUNCH_GOALS}, got {launch_goals!r}")
         self.launch_goals = launch_goals
         self.page_answers = bool(page_answers)
+        self.app_serves = app_serves(self.page_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -196,7 +197,7 @@ class PretrainSource:
             return self._launch_item(rng, i)
         d = self.difficulty
         n = int(rng.integers(d.min_lines, d.max_lines + 1))
-        pages = [(page, need) for need in _needs(obj) for page in app_serves(self.page_answers).get(need, ())]
+        pages = [(page, need) for need in _needs(obj) for page in self.app_serves.get(need, ())]
         if self.app_pages > 0 and pages and rng.random() < self.app_pages:   # no draw at 0: streams unchanged
             layout, need = pages[int(rng.integers(len(pages)))]
             scr = build_app_screen(rng, self.pool, self.cfg, page=layout, need=need, n_lines=n,
