@@ -63,6 +63,9 @@ def get_config():
         # app pages also ask the read questions of PhoneSim's answer templates ("What did {L} say in their most
         # recent message?") and an Expenses page serves reads ("How much did I spend on '{L}'?"); False: unchanged
         "page_answers": False,
+        # share of message / phrase / words values (the text a read copies) written as sentences of token words
+        # ("photos Friday kept?"), so answers write word-start tokens no word list has; 0 = unchanged
+        "token_values": 0.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

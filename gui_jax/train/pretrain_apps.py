@@ -215,11 +215,13 @@ _PAGES: dict[str, Callable] = {"messages": _messages, "songs": _songs, "alarms":
 
 def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *, page: str, need: str,
                      n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
-                     max_tries: int = 50, with_others: bool = False, page_answers: bool = False) -> SynthScreen:
+                     max_tries: int = 50, with_others: bool = False, page_answers: bool = False,
+                     token_values: float = 0.0) -> SynthScreen:
     """PhoneSim's `page` (messages | songs | alarms | tasks; expenses with page_answers) with a target slot serving
     `need`, its items as many as fit `n_lines` UI lines (at least 2, at most as many as PhoneSim populates); the
     screen's bottom edge cuts a longer list as PhoneSim's does (at most MAX_PAGE_LINES lines), so it shows about
-    n_lines lines or fewer. page_answers: reads are also asked in ANSWER_GOALS' phrasings."""
+    n_lines lines or fewer. page_answers: reads are also asked in ANSWER_GOALS' phrasings. token_values: the share
+    of message texts written as token-word sentences (ScreenBuilder.value)."""
     if page not in app_serves(page_answers).get(need, ()):
         raise ValueError(f"app page {page!r} cannot serve objective need {need!r}"
                          + (" (without page_answers)" if page in app_serves(True).get(need, ()) else ""))
@@ -235,7 +237,7 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
             kind = draw_kind(rng, peer_kinds(kinds) if page == "messages" else text_kinds(kinds))
             target = pool.label(rng, kind)
         b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds,
-                          None if page == "alarms" else kind)
+                          None if page == "alarms" else kind, token_values)
         app, slots = _PAGES[page](b, k)
         b.ui = UI(StubDevice(), PageRef(app.key, "main"), app.key)
         app.page_main(b.ui, b.ui.ref)

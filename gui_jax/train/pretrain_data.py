@@ -120,13 +120,16 @@ class PretrainSource:
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
-                 app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False):
+                 app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False,
+                 token_values: float = 0.0):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
         is drawn on one of PhoneSim's own app pages instead of a generic layout (0: never, streams unchanged).
         launch_goals: how launch items phrase their goals (pretrain_launch.LAUNCH_GOALS; "topics": streams unchanged).
-        page_answers: app pages also ask PhoneSim's answer questions, and Expenses serves reads (pretrain_apps)."""
+        page_answers: app pages also ask PhoneSim's answer questions, and Expenses serves reads (pretrain_apps).
+        token_values: the share of phrase / words values (message texts, row subtitles, fillers) written as sentences
+        of token words (pretrain_labels.LabelPool.token_sentence; 0: streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -166,6 +169,9 @@ class PretrainSource:
             raise ValueError(f"launch_goals must be one of {LAUNCH_GOALS}, got {launch_goals!r}")
         self.launch_goals = launch_goals
         self.page_answers = bool(page_answers)
+        if not isinstance(token_values, (int, float)) or isinstance(token_values, bool) or not 0.0 <= token_values <= 1.0:
+            raise ValueError(f"token_values must be a probability in [0, 1], got {token_values!r}")
+        self.token_values = float(token_values)
         self.app_serves = app_serves(self.page_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
@@ -202,13 +208,14 @@ class PretrainSource:
             layout, need = pages[int(rng.integers(len(pages)))]
             scr = build_app_screen(rng, self.pool, self.cfg, page=layout, need=need, n_lines=n,
                                    shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
-                                   with_others=self.goals_per_screen > 1, page_answers=self.page_answers)
+                                   with_others=self.goals_per_screen > 1, page_answers=self.page_answers,
+                                   token_values=self.token_values)
         else:
             options = self.choices[obj][n]
             layout, need = options[int(rng.integers(len(options)))]
             scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
                                shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
-                               with_others=self.goals_per_screen > 1)
+                               with_others=self.goals_per_screen > 1, token_values=self.token_values)
         goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
         messages, _ = build_messages(goal, [], obs, self.cfg)

@@ -240,26 +240,35 @@ class LabelPool:
             return f"{' '.join(words)} - {self._piece_word(rng)}"
         return " ".join(words)
 
-    def token_word(self, rng: np.random.Generator) -> str:
+    def token_word(self, rng: np.random.Generator, piece_p: float = 0.5) -> str:
         """A made-up word whose first token is a word-start token drawn uniformly from the vocabulary
-        (`vocabulary_word_tokens`), a letter piece appended when the bare word is excluded or at random."""
+        (`vocabulary_word_tokens`), a letter piece appended when the bare word is excluded or with piece_p."""
         starts, pieces = vocabulary_word_tokens(), vocabulary_pieces()
         for _ in range(100):
             token_id, w = starts[int(rng.integers(len(starts)))]
-            if rng.random() < 0.5 or not _keep(w, self.name):
+            if rng.random() < piece_p or not _keep(w, self.name):
                 w += pieces[int(rng.integers(len(pieces)))].lower()
             if _keep(w, self.name) and w.lower() not in FORMAT_WORDS and first_token(w) == token_id:
                 return w
         raise RuntimeError("no token word hashed into this pool in 100 tries")
 
-    def token_label(self, rng: np.random.Generator, n: int) -> str:
+    def token_label(self, rng: np.random.Generator, n: int, piece_p: float = 0.5) -> str:
         """n distinct token words (`token_word`)."""
         words: list[str] = []
         while len(words) < n:
-            w = self.token_word(rng)
+            w = self.token_word(rng, piece_p)
             if w.lower() not in {x.lower() for x in words}:
                 words.append(w)
         return " ".join(words)
+
+    def token_sentence(self, rng: np.random.Generator) -> str:
+        """A message-like value of 2-5 token words ("photos Friday kept"), bare where the pool keeps the word,
+        sometimes with a number among them and ending in "?" or "!": PhoneSim's snippets ("I sent the photos")
+        write word-start tokens that no value of the word lists ever does."""
+        words = self.token_label(rng, int(rng.integers(2, 6)), piece_p=0.0).split(" ")
+        if rng.random() < 0.2:
+            words.insert(int(rng.integers(len(words) + 1)), self.value(rng, "number"))
+        return " ".join(words) + ("", "?", "!")[int(rng.choice(3, p=[0.7, 0.15, 0.15]))]
 
     def _word_combo(self, rng: np.random.Generator, n: int) -> str:
         if n == 1:

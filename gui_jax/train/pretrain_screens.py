@@ -36,6 +36,7 @@ LINE_RANGE = {"dialog": (3, 9)}  # (min, max) UI lines a layout can show; others
 # label kinds where numbers or prices would read oddly (icons, buttons)
 NAME_KINDS = {"words": 0.8, "name": 0.2}
 BUTTON_KINDS = {"words": 0.7, "phrase": 0.3}
+TOKEN_VALUE_KINDS = ("phrase", "words")  # values that token_values may write as token-word sentences
 BLANK = np.zeros((8, 4, 3), np.uint8)  # the UI-text agent reads no pixels; Observation wants an image
 APP = "pretrain"
 
@@ -147,9 +148,9 @@ class ScreenBuilder:
     """Adds PhoneSim widgets to a tall page within a UI-line budget, drawing labels and recording slots."""
 
     def __init__(self, rng, pool: LabelPool, cfg: PromptConfig, n_lines: int, target: str, share: float,
-                 kinds: dict, target_kind: Optional[str] = None):
+                 kinds: dict, target_kind: Optional[str] = None, token_values: float = 0.0):
         self.rng, self.pool, self.cfg, self.n, self.target, self.share = rng, pool, cfg, n_lines, target, share
-        self.kinds, self.target_kind = kinds, target_kind
+        self.kinds, self.target_kind, self.token_values = kinds, target_kind, float(token_values)
         self.ui = UI(StubDevice(), PageRef(APP, "main"), APP)
         self.body: list[Node] = []
         self.slots: list[Slot] = []
@@ -176,6 +177,10 @@ class ScreenBuilder:
         raise RuntimeError("label generator could not find a distinct label")
 
     def value(self, kind: str) -> str:
+        """A value of `kind`; a sentence of token words (LabelPool.token_sentence) in place of a phrase or words
+        value with probability token_values (no draw at 0: streams unchanged)."""
+        if self.token_values > 0 and kind in TOKEN_VALUE_KINDS and self.chance(self.token_values):
+            return self.pool.token_sentence(self.rng)
         return self.pool.value(self.rng, kind)
 
     def value_kind(self, kinds=VALUE_KINDS) -> str:
@@ -429,11 +434,12 @@ def _eligible(s: Slot, need: str) -> bool:
 
 def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *, layout: str, need: str,
                  n_lines: int, shared_word_prob: float = 0.0, label_kinds: Optional[dict] = None,
-                 max_tries: int = 50, with_others: bool = False) -> SynthScreen:
+                 max_tries: int = 50, with_others: bool = False, token_values: float = 0.0) -> SynthScreen:
     """A screen of `layout` with `n_lines` UI-text lines and a target slot serving `need` (tap | read | state |
     toggle | home), its label unique on screen. Every distractor label shares a word with the target with probability
     `shared_word_prob` (the target then has ≥ 2 words with that probability). with_others: also locate the
-    other unique slots (`SynthScreen.others`; a scan of every line per slot, so only when asked)."""
+    other unique slots (`SynthScreen.others`; a scan of every line per slot, so only when asked). token_values:
+    the share of phrase / words values written as token-word sentences (ScreenBuilder.value)."""
     if need not in SERVES or layout not in SERVES[need]:
         raise ValueError(f"layout {layout!r} cannot serve objective need {need!r}")
     lo, hi = layout_range(layout, need, cfg)
@@ -448,7 +454,7 @@ def build_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfig, *
         else:
             kind = draw_kind(rng, kinds)
             target = pool.label(rng, kind)
-        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds, kind)
+        b = ScreenBuilder(rng, pool, cfg, n_lines, target, shared_word_prob, kinds, kind, token_values)
         scr = _dialog(b) if layout == "dialog" else (_LAYOUT_FNS[layout](b) or b.screen())
         done = finish_screen(b, scr, layout, need, cfg, with_others)
         if done is not None:

@@ -218,6 +218,38 @@ def test_token_labels_train_the_look_up_on_the_whole_vocabulary_of_word_start_to
         assert len(set(two.split()) & set(other.split())) == 1 and other != two
 
 
+def test_token_values_make_answers_write_word_start_tokens_no_word_list_has():
+    """token_values: phrase / words values (messages, row subtitles) become sentences of 2-5 token words of the
+    item's pool, sometimes with a number and a closing ? or !; read answers then write several times the word-start
+    tokens, and the two pools' sentences share no word."""
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.train.pretrain_labels import first_token, pool_of, vocabulary_word_tokens
+    tok, starts = tiny_tokenizer(), {i for i, _ in vocabulary_word_tokens()}
+    rng, words = np.random.default_rng(3), {"train": set(), "reading_eval": set()}
+    ends = set()
+    for name in words:
+        for _ in range(200):
+            sentence = label_pool(name).token_sentence(rng)
+            ends.add(sentence[-1] if sentence[-1] in "?!" else "")
+            parts = sentence.rstrip("?!").split(" ")
+            made = [w for w in parts if not w.replace(",", "").isdigit()]
+            assert 2 <= len(made) <= 5 and len(parts) - len(made) <= 1, sentence
+            for w in made:
+                assert first_token(w) in starts and pool_of(w) == name, (name, sentence)
+            words[name] |= {w.lower() for w in made}
+    assert ends == {"", "?", "!"} and not words["train"] & words["reading_eval"]
+
+    def written(share, n=240):
+        src = PretrainSource(CFG, {"read": 1.0}, Difficulty(min_lines=12, max_lines=40, shared_word_prob=0.5),
+                             seed=2, app_pages=0.5, token_values=share)
+        items = [src[i] for i in range(n)]
+        return {t for it in items for t in tok.encode(" " + it["answer"])} & starts, items
+    (plain, _), (mixed, mixed_items) = written(0.0), written(0.5)
+    assert len(mixed) > 3 * len(plain), (len(plain), len(mixed))   # 48 / 366 measured
+    for it in mixed_items:   # the answer is still the text the named row's value line shows
+        assert _lines(it)[it["value_element"]].split(";", 1)[1].strip().endswith(it["answer"]), it["index"]
+
+
 def test_objective_mix_frequencies():
     weights = {"tap": 0.45, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.1}
     items = _items(2000, seed=9, mix=weights, min_lines=3, max_lines=8)
@@ -345,6 +377,7 @@ def test_unlabelled_lines_count_too():
     (lambda: PretrainSource(CFG, {"state": 1}, Difficulty(max_lines=10, layouts=("dialog",))), "difficulty.layouts"),
     (lambda: PretrainSource(CFG, pool="test"), "pool"),
     (lambda: PretrainSource(CFG, goals_per_screen=0), "goals_per_screen"),
+    (lambda: PretrainSource(CFG, token_values=1.5), "token_values"),
     (lambda: PretrainSource(PromptConfig(observation="both", target="element")), "prompt_cfg.observation"),
     (lambda: PretrainSource(PromptConfig(observation="ui_text", target="coordinate")), "prompt_cfg.target"),
     (lambda: PretrainSource(quickstart_prompt_config(dialect="uitars")), "prompt_cfg.dialect"),
