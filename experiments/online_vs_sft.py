@@ -2,7 +2,7 @@
 
     python -m gui_jax.experiment experiments/online_vs_sft.py [--parallel 2]
 
-The SFT start is the quickstart's (`builtin:tiny-base`, 500 expert episodes of ten easy templates, its SFT steps):
+The SFT start is the quickstart's (`builtin:tiny-base`, its expert episodes of ten easy templates and SFT steps):
 the `sft` arm runs the quickstart with no RL stage (the same SFT as the quickstart run of the same seed in
 compare_sft_offline_semi.py: tests/jobs/test_quickstart_determinism.py), and both online arms start from its
 checkpoints with the same RL budget as semi-online RL there (240 iterations of 8 tasks x 4 rollouts, lr 1e-4) on

@@ -108,7 +108,7 @@ CASES = [
                                    "--config.reasoning.init_checkpoint={tmp}/runs/qs/sft/checkpoints"],
      ["config.reasoning.init_checkpoint", "init.checkpoint_dir"]),
     ("rl_unseen_only_empty_pool", [Q, "--config.data.rl_unseen_only=True", "--config.data.rl_train_episodes=0"],
-     ["config.data.rl_unseen_only", "rl_train_episodes above data.num_train_episodes (500)"]),
+     ["config.data.rl_unseen_only", "rl_train_episodes above data.num_train_episodes (150)"]),
 ]
 
 
