@@ -73,3 +73,19 @@ def test_the_shipped_base_trains_with_float32_masters_and_its_own_shape():
     m.num_hidden_layers = 1
     with pytest.raises(ConfigError, match="has num_hidden_layers = 3, and a checkpoint fixes the model's shape"):
         check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))
+
+
+def test_the_shipped_cards_phases_chain_from_random_weights_to_the_exported_update():
+    """The card's phases cover updates 1..N without a gap or overlap, each later phase starting from the update
+    the one before ended at, and N is the update gui_jax_export.json records: the card describes these weights."""
+    import re
+    from gui_jax.jobs.pretrain import card_phases
+    folder = resolve_checkpoint("builtin:tiny-base")
+    phases = card_phases(open(os.path.join(folder, "README.md")).read())
+    spans = [tuple(int(x.replace(",", "")) for x in re.match(r"### Phase \d+ \(updates ([\d,]+)-([\d,]+),", p).groups())
+             for p in phases]
+    assert spans[0][0] == 1 and "from random weights" in phases[0].splitlines()[0]
+    for (_, end), (start, _), text in zip(spans, spans[1:], phases[1:]):
+        assert start == end + 1 and f"from the update-{end:,} snapshot" in text.splitlines()[0], text.splitlines()[0]
+    steps = json.load(open(os.path.join(folder, "gui_jax_export.json")))["source"]["steps"]
+    assert spans[-1][1] == steps
