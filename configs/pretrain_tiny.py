@@ -66,6 +66,9 @@ def get_config():
         # share of message / phrase / words values (the text a read copies) written as sentences of token words
         # ("photos Friday kept?"), so answers write word-start tokens no word list has; 0 = unchanged
         "token_values": 0.0,
+        # Music and Tasks pages also ask PhoneSim's questions whose answer is part of a row's line ("Who is the
+        # artist of the song '{L}'?" -> the artist of "artist - m:ss"; a task's priority); False = unchanged
+        "part_answers": False,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

@@ -232,22 +232,25 @@ def _read_rows(text, starts, prompt_end, lines, where):
         for i in sorted(range(len(lines)), key=lambda i: -len(lines[i].label)):
             if not _named_in(goal, lines[i].label):
                 continue
-            after = [ln for ln in lines[i + 1:i + 1 + READ_WINDOW] if ln.label == value]
+            window = lines[i + 1:i + 1 + READ_WINDOW]
+            after = [ln.at for ln in window if ln.label == value] or [   # else a part of a line: the priority
+                ln.at + m.start() for ln in window                       # in "Due 2026-05-03, High priority"
+                for m in [re.search(rf"(?<!\w){re.escape(value)}(?!\w)", ln.label)] if m]
             if after:
                 found = (lines[i], after[0])
                 break
         if found is None:
             raise ValueError(f"{where}: no UI line named in the goal {goal.strip()!r} has the answer's value "
                              f"{value!r} on one of the {READ_WINDOW} lines after it")
-        row, cell = found
-        base = cell.at - lead     # the screen char a response char offset 0 stands for
-        if text[base:cell.at] != written[:lead]:
+        row, cell_at = found
+        base = cell_at - lead     # the screen char a response char offset 0 stands for
+        if text[base:cell_at] != written[:lead]:
             raise ValueError(f"{where}: the answer {written!r} starts with a space its value {value!r} lacks on "
                              "the screen")
         (g_lo, g_hi), bag = _goal_label_rows(text, starts, a.start(), row.label, where, repr(value))
         rows += bag
-        v_lo, _ = _tokens_in(starts, cell.at, cell.at + 1)
-        end = _tokens_in(starts, cell.at + len(value), cell.at + len(value) + 1)[0]   # the line's "\n"
+        v_lo, _ = _tokens_in(starts, cell_at, cell_at + 1)
+        end = _tokens_in(starts, cell_at + len(value), cell_at + len(value) + 1)[0]   # the line's "\n" (or rest)
         for q in range(v_lo, end + 1):          # the value's tokens carry its row's label and their predecessor
             rows += [(5, q, row.last, row.last), (6, q, q - 1, q - 1)]
         # each response token of the value (and the one closing it) is predicted from the token before it

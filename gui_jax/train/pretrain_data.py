@@ -121,7 +121,7 @@ class PretrainSource:
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
                  app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False,
-                 token_values: float = 0.0):
+                 token_values: float = 0.0, part_answers: bool = False):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
@@ -129,7 +129,9 @@ class PretrainSource:
         launch_goals: how launch items phrase their goals (pretrain_launch.LAUNCH_GOALS; "topics": streams unchanged).
         page_answers: app pages also ask PhoneSim's answer questions, and Expenses serves reads (pretrain_apps).
         token_values: the share of phrase / words values (message texts, row subtitles, fillers) written as sentences
-        of token words (pretrain_labels.LabelPool.token_sentence; 0: streams unchanged)."""
+        of token words (pretrain_labels.LabelPool.token_sentence; 0: streams unchanged).
+        part_answers: song and task pages also serve reads whose answer is part of a row's line (the artist, the
+        priority: pretrain_apps.PART_GOALS; False: streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -172,7 +174,8 @@ class PretrainSource:
         if not isinstance(token_values, (int, float)) or isinstance(token_values, bool) or not 0.0 <= token_values <= 1.0:
             raise ValueError(f"token_values must be a probability in [0, 1], got {token_values!r}")
         self.token_values = float(token_values)
-        self.app_serves = app_serves(self.page_answers)
+        self.part_answers = bool(part_answers)
+        self.app_serves = app_serves(self.page_answers, self.part_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
         allowed = d.layouts or LAYOUTS
@@ -209,7 +212,7 @@ class PretrainSource:
             scr = build_app_screen(rng, self.pool, self.cfg, page=layout, need=need, n_lines=n,
                                    shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
                                    with_others=self.goals_per_screen > 1, page_answers=self.page_answers,
-                                   token_values=self.token_values)
+                                   token_values=self.token_values, part_answers=self.part_answers)
         else:
             options = self.choices[obj][n]
             layout, need = options[int(rng.integers(len(options)))]
@@ -278,7 +281,8 @@ def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str
         return _pick(rng, TOGGLE_GOALS[(s.state_kind, bool(s.state))] + extra).format(L=s.label), \
             Action("click", element=tap_element), None
     if need == "read":
-        options = READ_GOALS[s.value_kind] + READ_WHERE[s.where] + extra
+        # a value that is part of a line ("part") is asked only in its page's own phrasing
+        options = READ_GOALS.get(s.value_kind, ()) + READ_WHERE.get(s.where, ()) + extra
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value
     polarity = True if s.state_kind == "tab" else bool(rng.random() < 0.5)
     answer = YES if s.state == polarity else NO

@@ -180,3 +180,44 @@ def test_page_answers_add_phonesims_answer_questions_and_the_expenses_page():
     plain = _items({"read": 1}, 40)
     assert {it["layout"] for it in plain} == {"messages"}
     assert not any("most recent message" in it["goal"] for it in plain)
+
+
+def test_part_answers_read_the_artist_and_the_priority_inside_a_rows_line():
+    """part_answers: songs and tasks serve reads asked in PhoneSim's phrasing, answered by the part of the row's
+    second line the question names (the artist of "artist - m:ss", the priority in "Due …, High priority"); the read
+    pointers point each answer token at that part of the line; without the flag the pages are refused for reads,
+    naming it."""
+    import numpy as np
+    from gui_jax.envs.sim.apps.todo import PRIORITIES
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.attention_pointers import HOPS, PiecePointers
+    from gui_jax.train.pretrain_apps import PART_GOALS, build_app_screen
+    from gui_jax.train.pretrain_data import encode_item
+    src = PretrainSource(CFG, {"read": 1}, Difficulty(4, 40, shared_word_prob=0.5), seed=0, goals_per_screen=2,
+                         app_pages=1.0, part_answers=True)
+    items = [it for it in (src[i] for i in range(100)) if it["layout"] in PART_GOALS]
+    assert {it["layout"] for it in items} == {"songs", "tasks"} and len(items) > 30
+    tok = tiny_tokenizer()
+    encoder, pointers = ChatEncoder(tok, ImageProcessor()), PiecePointers(tok)
+    read_match = HOPS.index("read_match")
+    for it in items:
+        (phrase,) = PART_GOALS[it["layout"]]
+        assert it["goal"] == phrase.format(L=it["label"])
+        line = _lines(it)[it["value_element"]].split(";", 1)[1].strip()
+        assert line != it["answer"] and contains_label(line, it["answer"])
+        if it["layout"] == "tasks":
+            assert it["answer"] in PRIORITIES and f"{it['answer']} priority" in line
+        else:
+            assert line.startswith(it["answer"] + " - ")
+        sample = encode_item(encoder, it).sample
+        rows = pointers(sample, f"item {it['index']}", read=True)
+        ids = [int(t) for t in sample.prompt_ids] + [int(t) for t in sample.response_ids]
+        # each token of the answer's value points at the same token of the line (the closing quote at the rest)
+        copied = [(tok.decode(ids[lo:hi + 1]), tok.decode(ids[q + 1:q + 2])) for hop, q, lo, hi in rows
+                  if hop == read_match and '"' not in tok.decode(ids[q + 1:q + 2])]
+        assert len(copied) >= len(it["answer"].split()) and all(key == token for key, token in copied), copied
+        assert "".join(token for _, token in copied).startswith(" " + it["answer"])
+    with pytest.raises(ValueError, match="app page 'songs' cannot serve .* .without part_answers."):
+        build_app_screen(np.random.default_rng(0), label_pool("train"), CFG, page="songs", need="read", n_lines=20)
