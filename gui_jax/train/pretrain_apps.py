@@ -271,7 +271,7 @@ def build_app_screen(rng: np.random.Generator, pool: LabelPool, cfg: PromptConfi
         app.page_main(b.ui, b.ui.ref)
         screen = b.ui.finish(app.key, keyboard=False, toast="")
         b.slots, b.n = slots(screen), lines_of(screen, cfg)
-        if part_answers and page in PART_GOALS:
+        if part_answers and need == "read" and page in PART_GOALS:   # tap / toggle items stay as without it
             _part_values(page, app, screen, b.slots)
         for s in b.slots if page_answers else ():
             if s.value_node is not None:
