@@ -161,8 +161,7 @@ class PretrainSource:
             raise ValueError(f"goals_per_screen must be an int in [1, 16], got {goals_per_screen!r}")
         self.cfg, self.pool_name, self.seed, self.ui_loss_weight = prompt_cfg, pool, int(seed), float(ui_loss_weight)
         self.goals_per_screen = int(goals_per_screen)
-        if not isinstance(app_pages, (int, float)) or isinstance(app_pages, bool) or not 0.0 <= app_pages <= 1.0:
-            raise ValueError(f"app_pages must be a probability in [0, 1], got {app_pages!r}")
+        _check_probability("app_pages", app_pages)
         if app_pages > 0 and prompt_cfg.max_ui_lines < MAX_PAGE_LINES:
             raise ValueError(f"app_pages > 0 needs prompt_cfg.max_ui_lines ≥ {MAX_PAGE_LINES} (the longest app page), "
                              f"got {prompt_cfg.max_ui_lines}")
@@ -171,8 +170,7 @@ class PretrainSource:
             raise ValueError(f"launch_goals must be one of {LAUNCH_GOALS}, got {launch_goals!r}")
         self.launch_goals = launch_goals
         self.page_answers = bool(page_answers)
-        if not isinstance(token_values, (int, float)) or isinstance(token_values, bool) or not 0.0 <= token_values <= 1.0:
-            raise ValueError(f"token_values must be a probability in [0, 1], got {token_values!r}")
+        _check_probability("token_values", token_values)
         self.token_values = float(token_values)
         self.part_answers = bool(part_answers)
         self.app_serves = app_serves(self.page_answers, self.part_answers)
@@ -265,6 +263,11 @@ class PretrainSource:
                 "ui_text": screen, "ui_span": ui_span(messages), "prompt_loss_weight": 0.0,
                 "turns": turns, "n_lines": len(screen.splitlines()), "observation": obs,
                 "pool": self.pool_name, "dialect": self.cfg.dialect, "seed": self.seed, "index": i}
+
+
+def _check_probability(name: str, value) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
 
 
 def _pick(rng, options: Sequence[str]) -> str:
