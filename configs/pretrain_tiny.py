@@ -49,7 +49,8 @@ def get_config():
         "mix": "tap:0.45,read:0.25,state:0.1,home:0.2",
         # how launch items phrase goals: topics (generic frames x each app's topic words) | intents (half of them
         # requests phrased the ways people ask an app: questions, edits, counts; train/pretrain_launch.py) | pages
-        # (as intents, and for Messages, Music, Clock, Tasks half are the goals their pretraining pages pose)
+        # (as intents, and for Messages, Music, Clock, Tasks half are the goals their pretraining pages pose) |
+        # answers (as pages, the pages' answer questions among them: Expenses too)
         "launch_goals": "topics",
         # label kind:weight for every stage (words, name, phrase, number, price, time, date, percent, pieces:
         # made-up words from the tokenizer's pieces, so tokens outside the word lists are trained too; tokens:

@@ -55,7 +55,8 @@ _PHONESIM_MINUTES = (0, 15, 30, 45)   # Clock.populate's alarm minutes: pretrain
 _PHONESIM_DUE_MONTH = 4               # Tasks.populate's due month (YYYY-04-DD)
 # The goals each page poses, in the apps' own phrasings, by the launcher's app label ({L}: the row's label; the
 # alarm's time). Launch items with launch_goals="pages" pose them on the home screen too, where the answer is
-# opening the app: trained only on their pages, the phrasings drew clicks there (experiments/results/pretrain_m1.md).
+# opening the app: trained only on their pages, the phrasings drew clicks there (experiments/results/pretrain_m1.md);
+# "answers" poses the pages' answer questions there as well (launch_page_goals).
 PAGE_GOALS = {"Messages": ("Open my conversation with {L}.", "What is the last message from {L}?"),
               "Music": ("Play the song '{L}'.",),
               "Clock": ("Turn off the {L} alarm.", "Turn on the {L} alarm."),
@@ -71,6 +72,21 @@ ANSWER_GOALS = {"messages": ("What did {L} say in their most recent message?",),
 PART_GOALS = {"songs": ("Who is the artist of the song '{L}'?",),
               "tasks": ("What is the priority of the task '{L}'?",)}
 PART_SERVES = {"read": ("songs", "tasks")}
+# the launcher's label of each page's app
+PAGE_APP = {"messages": "Messages", "songs": "Music", "alarms": "Clock", "tasks": "Tasks", "expenses": "Expenses"}
+
+
+@functools.lru_cache(maxsize=None)
+def launch_page_goals(with_answers: bool = False) -> dict[str, tuple[str, ...]]:
+    """App label → the goals its pretraining pages pose, for launch items on the home screen: PAGE_GOALS, and with
+    `with_answers` also the answer questions the pages ask (ANSWER_GOALS, PART_GOALS), so that a question whose
+    page only ever answered it also opens its app there."""
+    if not with_answers:
+        return PAGE_GOALS
+    out = dict(PAGE_GOALS)
+    for page, goals in (*ANSWER_GOALS.items(), *PART_GOALS.items()):
+        out[PAGE_APP[page]] = out.get(PAGE_APP[page], ()) + tuple(goals)
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from gui_jax.core.types import Action, Observation
-from gui_jax.train.pretrain_apps import PAGE_GOALS, alarm_time
+from gui_jax.train.pretrain_apps import alarm_time, launch_page_goals
 
 # app label (PhoneSim's launcher) -> topic words. Entity words take a label ("the song 'X'"); setting words stand
 # alone ("Turn on Bluetooth.").
@@ -91,8 +91,10 @@ INTENT_FRAMES = {
                  "Lower the volume of this phone.", "Dim the display."),
 }
 # topic frames only | half topic frames, half INTENT_FRAMES | as intents, but for the apps with pretraining pages
-# (pretrain_apps.PAGE_GOALS) half the goals are the goals those pages pose, so the same goal opens the app here
-LAUNCH_GOALS = ("topics", "intents", "pages")
+# (pretrain_apps.PAGE_GOALS) half the goals are the goals those pages pose, so the same goal opens the app here |
+# as pages, with the pages' answer questions among those goals (Expenses too): with more read items on the pages,
+# "pages" let the base open the wrong app for them (experiments/results/pretrain_m1.md, the segment T5)
+LAUNCH_GOALS = ("topics", "intents", "pages", "answers")
 
 
 def fixed_goals() -> frozenset[str]:
@@ -123,15 +125,17 @@ def launch_goal(rng: np.random.Generator, label: str, app: Optional[str] = None,
     """(goal, app): a goal about one of `app`'s topics (a random app when None), naming `label` when the topic is
     an entity; style "intents": half the goals are `app`'s INTENT_FRAMES instead; "pages": as "intents", except
     that half the goals of an app with pretraining pages are those pages' goals (an alarm's time for Clock's), and
-    that it never poses a PhoneSim task's goal."""
+    that it never poses a PhoneSim task's goal; "answers": as "pages", the pages' goals including their answer
+    questions (pretrain_apps.launch_page_goals)."""
     if style not in LAUNCH_GOALS:
         raise ValueError(f"launch goals {style!r}: one of {', '.join(LAUNCH_GOALS)}")
     app = APPS[int(rng.integers(len(APPS)))] if app is None else app
     if app not in APPS:
         raise ValueError(f"launch: unknown app {app!r}; known: {', '.join(APPS)}")
-    if style == "pages":
-        if app in PAGE_GOALS and rng.random() < 0.5:
-            goals = PAGE_GOALS[app]
+    if style in ("pages", "answers"):
+        page_goals = launch_page_goals(style == "answers")
+        if app in page_goals and rng.random() < 0.5:
+            goals = page_goals[app]
             return goals[int(rng.integers(len(goals)))].replace("{L}", alarm_time(rng) if app == "Clock" else label), app
         while (goal := launch_goal(rng, label, app, "intents"))[0] in phonesim_fixed_goals():
             pass

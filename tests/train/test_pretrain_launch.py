@@ -156,3 +156,41 @@ def test_page_goals_open_their_app_on_the_home_screen_as_phonesims_oracle_does()
     others = [i for i, it in enumerate(items[:60]) if it["app"] not in PAGE_GOALS and
               all(t["app"] not in PAGE_GOALS for t in it["turns"])]
     assert others and all(items[i]["goal"] == intents[i]["goal"] for i in others)
+
+
+def test_answer_goals_open_their_app_on_the_home_screen_and_leave_pages_streams_unchanged():
+    """launch_goals="answers": the pages' answer questions (ANSWER_GOALS, PART_GOALS) are among the goals that open
+    their app, Expenses included, each the app PhoneSim's oracle opens for its task of that phrasing; "pages"
+    draws exactly as before (launch_page_goals(False) is PAGE_GOALS)."""
+    import re
+    from gui_jax.tasks.registry import list_templates
+    from gui_jax.train.pretrain_apps import ANSWER_GOALS, PAGE_GOALS, PART_GOALS, launch_page_goals
+    assert launch_page_goals(False) is PAGE_GOALS
+    goals = launch_page_goals(True)
+    assert set(goals) == set(PAGE_GOALS) | {"Expenses"}
+    assert goals["Messages"] == PAGE_GOALS["Messages"] + ANSWER_GOALS["messages"]
+    assert goals["Music"] == PAGE_GOALS["Music"] + PART_GOALS["songs"]
+    assert goals["Tasks"] == PAGE_GOALS["Tasks"] + PART_GOALS["tasks"]
+    assert goals["Expenses"] == ANSWER_GOALS["expenses"]
+    questions = {g: app for app, gs in goals.items() for g in gs if g not in PAGE_GOALS.get(app, ())}
+    patterns = {re.compile(re.escape(g).replace(re.escape("{L}"), "(.+)") + "$"): app for g, app in questions.items()}
+    matched = set()
+    for template in list_templates():
+        task = make_task(template, 0)
+        for p, app in patterns.items():
+            if p.match(task.goal):
+                assert expert_actions(task)[0].action == launch_action(app), template
+                matched.add(p.pattern)
+    assert len(matched) == len(questions) == 4   # each question is one of PhoneSim's answer tasks'
+    src = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2, launch_goals="answers")
+    items = [src[i] for i in range(600)]
+    posed = [(it["goal"], it["app"]) for it in items] + [(t["goal"], t["app"]) for it in items for t in it["turns"]]
+    for p, app in patterns.items():
+        hits = [a for g, a in posed if p.match(g)]
+        assert len(hits) >= 5 and set(hits) == {app}, p.pattern
+    pages = PretrainSource(CFG, {"launch": 1.0}, seed=0, goals_per_screen=2, launch_goals="pages")
+    assert [pages[i]["goal"] for i in range(5)] == [   # the stream as before "answers" existed
+        "Edit the duration of the recording 'Extra'.", "Play the song 'Eva Achebe'.",
+        "How much storage is used on this phone?", "How long does '$7.19' take to cook?",
+        "Go to the priority of the task 'Brilliant Passage'."]
+    assert [src[i]["goal"] for i in range(60)] != [pages[i]["goal"] for i in range(60)]
