@@ -119,7 +119,7 @@ def get_config():
         "export_dtype": "bfloat16",     # the exported base's weights ('' = the params' dtype)
         # continue from a weights-only snapshot taken at this update: set model.checkpoint to the snapshot and
         # first_step to its update (the stream and the curriculum resume there; AdamW restarts with its warm-up);
-        # resuming its own checkpoint, a run keeps this value (its optimizer, so its schedule, counts from it)
+        # resuming its own checkpoint, a run keeps this value (its learning-rate schedule counts from it)
         "first_step": 0,
         # a snapshot to grow into this config's larger model (more text layers: model.num_hidden_layers; a wider
         # MLP: model.intermediate_size) with the same logits at the start (models/qwen2_5_vl/grow.py); with it

@@ -39,9 +39,6 @@ TRAINING_JOB_OUTPUTS = {
 # <workdir>/RECIPE_CHANGES_FILE with the checkpoint it continues from, so the run's card can say what ran when.
 RECIPE_LOG_JOBS = ("pretrain",)
 RECIPE_CHANGES_FILE = "recipe_changes.jsonl"
-# Fields such a job cannot change once it has a checkpoint: the optimizer counts updates from first_step (so does the
-# learning-rate schedule) and the stream indexes its items from it, so another value silently shifts both
-RESUME_FIXED_FIELDS = ("pretrain.first_step",)
 # Which episode folders (sides) a job reads through `prepare`.
 JOB_EPISODE_SIDES = {"quickstart": ("train", "test"), "evaluate": ("test",), "reasoning_sft": ("train",),
                      "base_eval": ("test",)}
@@ -133,23 +130,6 @@ def write_snapshot(config, workdir: str) -> dict:
     return snaps[config.job]
 
 
-def _checkpoint_steps(workdir: str) -> list[int]:
-    ckpt = os.path.join(workdir, "checkpoints")
-    return [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
-
-
-def check_resume_fields(workdir: str, old: dict, new: dict) -> None:
-    """WorkdirMismatchError when a run with a checkpoint in `workdir` would resume with a RESUME_FIXED_FIELDS value
-    other than the one it ran with (`old`: its flattened config)."""
-    steps = _checkpoint_steps(workdir)
-    for path in RESUME_FIXED_FIELDS:
-        if steps and path in old and path in new and old[path] != new[path]:
-            raise WorkdirMismatchError(
-                f"{workdir} resumes its checkpoint {max(steps)} with {path}={new[path]!r}, but the run counted its "
-                f"updates from {path}={old[path]!r} (the learning-rate schedule and the data stream use that count); "
-                f"pass --config.{path}={old[path]!r}")
-
-
 def log_recipe_change(workdir: str, old: dict, new: dict) -> None:
     """Appends {"saved_at", "from_step", "changes": ['path: old → new'], "fields": {path: [old, new]}} to
     <workdir>/RECIPE_CHANGES_FILE when the flattened configs differ (run control aside); a field the old config
@@ -161,7 +141,8 @@ def log_recipe_change(workdir: str, old: dict, new: dict) -> None:
         return
     diffs = [f"{path}: {'(absent)' if a is None else repr(a)} → {b!r}"   # config_differences' spelling
              for path, (a, b) in fields.items()]
-    steps = _checkpoint_steps(workdir)
+    ckpt = os.path.join(workdir, "checkpoints")
+    steps = [int(d) for d in os.listdir(ckpt) if d.isdigit()] if os.path.isdir(ckpt) else []
     record = {"saved_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "from_step": max(steps) if steps else None, "changes": diffs, "fields": fields}
     with open(os.path.join(workdir, RECIPE_CHANGES_FILE), "a") as f:
@@ -209,7 +190,6 @@ def open_workdir(config, workdir: str, *, overwrite: bool = False) -> None:
                 for p in Path(workdir).glob(pattern):
                     _remove(p)
     if job in RECIPE_LOG_JOBS and old is not None:
-        check_resume_fields(workdir, old.get("config", {}), flatten_config(config))
         log_recipe_change(workdir, old.get("config", {}), flatten_config(config))
     from gui_jax.jobs.episode_cache import check_episode_cache, episode_key, generate_key, generate_out_dir
     for side in JOB_EPISODE_SIDES.get(job, ()):

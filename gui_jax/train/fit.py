@@ -22,12 +22,13 @@ import time
 from typing import Callable, Iterator, Optional, Sequence
 
 from absl import logging
+from gui_jax.core.config_schema import RunError
 from gui_jax.core.progress import progress
 
 from gui_jax.rl.batch import DEFAULT_LENGTH_BUCKETS, TrainSample, make_micro_batches
 from gui_jax.train.checkpoint import Checkpointer, checkpoint_metadata
 from gui_jax.train.logger import MetricsLogger
-from gui_jax.train.state import TrainState, Updater, init_train_state
+from gui_jax.train.state import TrainState, Updater, init_train_state, schedule_count
 from gui_jax.train.step_timing import StepTiming
 
 
@@ -114,6 +115,11 @@ def fit(agent, updater: Updater, data_iter: Iterator[Sequence[TrainSample]], *, 
     restored = ckpt.restore_latest(state)
     if restored is not None:
         state, extra = restored
+        count = schedule_count(state.opt_state)
+        if count is not None and count != state.step - first_step:   # the schedule (a wsd anneal) would shift
+            raise RunError(f"{prefix}: the checkpoint of update {state.step} in {ckpt.directory} counted {count} "
+                           f"updates of its learning-rate schedule, so its run began at update "
+                           f"{state.step - count}, not {first_step}: resume with first_step={state.step - count}")
         data_iter.set_state(extra["data"])
         logging.info("%s: resumed at step %d", prefix, state.step)
     buckets = DEFAULT_LENGTH_BUCKETS if length_buckets is None else tuple(length_buckets)

@@ -60,6 +60,12 @@ class TrainState:
                    rng=jax.random.wrap_key_data(tree["rng"]))
 
 
+def schedule_count(opt_state) -> Optional[int]:
+    """The update count an optax learning-rate schedule keeps in `opt_state` (None: a constant rate, no count)."""
+    is_count = lambda x: isinstance(x, optax.ScaleByScheduleState)   # noqa: E731
+    return next((int(x.count) for x in jax.tree.leaves(opt_state, is_leaf=is_count) if is_count(x)), None)
+
+
 def make_optimizer(learning_rate: float, *, warmup_steps: int = 0, total_steps: int | None = None,
                    weight_decay: float = 0.0, max_grad_norm: float | None = 1.0,
                    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,

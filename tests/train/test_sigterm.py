@@ -11,7 +11,7 @@ import numpy as np
 from gui_jax.train.fit import PREEMPTED_EXIT_CODE
 
 
-def _tiny_fit_parts():
+def _tiny_fit_parts(optimizer=None):
     """(agent, updater, data): a 4-weight model on text-only samples whose stream position is its state."""
     import jax.numpy as jnp
     import optax
@@ -45,7 +45,7 @@ def _tiny_fit_parts():
         target = jnp.sum(batch["input_ids"] * batch["loss_mask"]) / 100.0
         return jnp.sum((params["w"] - target) ** 2), jnp.float32(1.0), {}
 
-    return Agent(), Updater(loss, optax.sgd(0.1)), Data()
+    return Agent(), Updater(loss, optimizer or optax.sgd(0.1)), Data()
 
 
 def _child(workdir: str, num_steps: int) -> None:
@@ -110,6 +110,31 @@ def test_end_after_seconds_saves_and_returns_then_the_rerun_continues(tmp_path, 
     state = fit_module.fit(agent, updater, data, num_steps=5, workdir=str(tmp_path), logger=None, prefix="budget",
                            micro_batch_size=1, checkpoint_every=10_000)
     assert state.step == 5 and data.i == 5          # resumed at 3 with the stream's position
+
+
+
+def test_a_resume_with_another_first_step_than_the_schedule_counted_stops_naming_the_right_one(tmp_path):
+    """The learning-rate schedule counts updates from first_step; a resume that passes another first_step would
+    shift it (a wsd anneal keyed on the wrong update never anneals), so it stops, naming the value to pass."""
+    import pytest
+
+    from gui_jax.core.config_schema import RunError
+    from gui_jax.train import fit as fit_module
+    from gui_jax.train.state import make_optimizer, schedule_count
+    opt = make_optimizer(0.1, warmup_steps=1, schedule="wsd", total_steps=5, decay_steps=2)
+    agent, updater, data = _tiny_fit_parts(opt)
+    state = fit_module.fit(agent, updater, data, num_steps=13, workdir=str(tmp_path), logger=None, prefix="pt",
+                           micro_batch_size=1, checkpoint_every=1, first_step=10)
+    assert state.step == 13 and schedule_count(state.opt_state) == 3
+    agent, updater, data = _tiny_fit_parts(opt)
+    with pytest.raises(RunError, match=r"pt: the checkpoint of update 13 in .* counted 3 updates .* began at "
+                                       r"update 10, not 0: resume with first_step=10$"):
+        fit_module.fit(agent, updater, data, num_steps=15, workdir=str(tmp_path), logger=None, prefix="pt",
+                       micro_batch_size=1, checkpoint_every=1)
+    state = fit_module.fit(agent, updater, data, num_steps=15, workdir=str(tmp_path), logger=None, prefix="pt",
+                           micro_batch_size=1, checkpoint_every=1, first_step=10)
+    assert state.step == 15 and schedule_count(state.opt_state) == 5 and data.i == 5
+    assert schedule_count(_tiny_fit_parts()[1].optimizer.init({"w": np.zeros(4)})) is None   # sgd: no schedule
 
 
 if __name__ == "__main__":
