@@ -72,8 +72,9 @@ ANSWER_GOALS = {"messages": ("What did {L} say in their most recent message?",),
 PART_GOALS = {"songs": ("Who is the artist of the song '{L}'?",),
               "tasks": ("What is the priority of the task '{L}'?",)}
 PART_SERVES = {"read": ("songs", "tasks")}
-# the launcher's label of each page's app
-PAGE_APP = {"messages": "Messages", "songs": "Music", "alarms": "Clock", "tasks": "Tasks", "expenses": "Expenses"}
+# the launcher's label of each page's app (the apps' own)
+PAGE_APP = {"messages": Messages.label, "songs": Music.label, "alarms": Clock.label, "tasks": Tasks.label,
+            "expenses": Expenses.label}
 
 
 @functools.lru_cache(maxsize=None)
