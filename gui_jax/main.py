@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+import ml_collections
 from absl import app, flags, logging
 from ml_collections import config_flags
 
@@ -152,6 +153,26 @@ def _overrides(argv) -> list[tuple[str, str]]:
                 path, value = body, (argv[i + 1] if i + 1 < len(argv) else "")
             out.append((path, value))
     return out
+
+
+def follow_seed(config, given: set[str]) -> list[str]:
+    """`--config.seed=S` seeds the whole run: every nested `seed` field (sft.seed, rl.seed, ...) that was not
+    itself given on the command line takes S too, so one flag gives an independent replicate. Returns the
+    paths it set."""
+    if "seed" not in given or "seed" not in config:
+        return []
+    seed, changed = config.seed, []
+
+    def visit(node, prefix):
+        for key in list(node.keys()):
+            value, path = node[key], prefix + key
+            if isinstance(value, ml_collections.ConfigDict):
+                visit(value, path + ".")
+            elif key == "seed" and prefix and path not in given and value != seed:
+                node[key] = seed
+                changed.append(path)
+    visit(config, "")
+    return changed
 
 
 def _load_recipe(arg: str):
@@ -329,6 +350,10 @@ def main(argv):
         if "job" in config and config.job not in JOBS:
             raise UnknownJobError(f"unknown job {config.job!r}{suggest(config.job, sorted(JOBS)) or ';'} known jobs: "
                                   f"{', '.join(sorted(JOBS))}")
+        followed = follow_seed(config, {path for path, _ in _overrides(sys.argv)})
+        if followed:
+            print(f"note: --config.seed={config.seed} also sets {', '.join(followed)} "
+                  f"(give any of them on the command line to set it apart)", file=sys.stderr)
         if _PRINT_CONFIG.value:
             print(format_config(config))
             try:
