@@ -175,7 +175,7 @@ REASONING = {
 }
 TOP = {
     "job": choice("the job to run (see --help)", lambda: sorted(_jobs())),
-    "seed": integer("model-init and split seed; on the command line it also sets every stage's seed not given there"),
+    "seed": integer("model-init and split seed (stage seeds, e.g. sft.seed and rl.seed, are their own fields)"),
     "offline_rl_baseline": boolean("also train the offline-RL baseline from the SFT weights"),
     "semi_online_rl": boolean("train semi-online RL after SFT (False: only the offline-RL baseline, if on; "
                                 "neither: SFT alone)"),

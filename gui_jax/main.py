@@ -155,24 +155,23 @@ def _overrides(argv) -> list[tuple[str, str]]:
     return out
 
 
-def follow_seed(config, given: set[str]) -> list[str]:
-    """`--config.seed=S` seeds the whole run: every nested `seed` field (sft.seed, rl.seed, ...) that was not
-    itself given on the command line takes S too, so one flag gives an independent replicate. Returns the
-    paths it set."""
+def stage_seeds_left(config, given: set[str]) -> list[tuple[str, int]]:
+    """With `--config.seed=S` given: the nested `seed` fields (sft.seed, rl.seed, ...) not given on the command
+    line whose value differs from S. They keep their values (recorded runs and experiment points pass the seed
+    fields they vary), so main names them: a replicate of the whole run sets them too."""
     if "seed" not in given or "seed" not in config:
         return []
-    seed, changed = config.seed, []
+    left = []
 
     def visit(node, prefix):
         for key in list(node.keys()):
             value, path = node[key], prefix + key
             if isinstance(value, ml_collections.ConfigDict):
                 visit(value, path + ".")
-            elif key == "seed" and prefix and path not in given and value != seed:
-                node[key] = seed
-                changed.append(path)
+            elif key == "seed" and prefix and path not in given and value != config.seed:
+                left.append((path, value))
     visit(config, "")
-    return changed
+    return left
 
 
 def _load_recipe(arg: str):
@@ -350,10 +349,11 @@ def main(argv):
         if "job" in config and config.job not in JOBS:
             raise UnknownJobError(f"unknown job {config.job!r}{suggest(config.job, sorted(JOBS)) or ';'} known jobs: "
                                   f"{', '.join(sorted(JOBS))}")
-        followed = follow_seed(config, {path for path, _ in _overrides(sys.argv)})
-        if followed:
-            print(f"note: --config.seed={config.seed} also sets {', '.join(followed)} "
-                  f"(give any of them on the command line to set it apart)", file=sys.stderr)
+        left = stage_seeds_left(config, {path for path, _ in _overrides(sys.argv)})
+        if left:
+            print(f"note: --config.seed={config.seed} seeds the model and the split; "
+                  + ", ".join(f"{p}={v}" for p, v in left) + " keep their values (a replicate of the whole run: "
+                  + " ".join(f"--config.{p}={config.seed}" for p, _ in left) + ")", file=sys.stderr)
         if _PRINT_CONFIG.value:
             print(format_config(config))
             try:

@@ -96,14 +96,11 @@ def test_run_job_writes_the_snapshot_and_stops_a_changed_training_rerun(tmp_path
     assert json.loads((tmp_path / "config.json").read_text())["fake_train"]["config"]["lr"] == 0.2
 
 
-def test_seed_flag_seeds_every_stage_unless_a_stage_seed_is_given():
+def test_seed_flag_names_the_stage_seeds_it_leaves(capsys):
     from gui_jax.core.recipe_files import load_python_file
     cfg = load_python_file("configs/quickstart.py").get_config()
     cfg.seed, cfg.rl.seed = 3, 7                       # as `--config.seed=3 --config.rl.seed=7` leave them
-    changed = gmain.follow_seed(cfg, {"seed", "rl.seed"})
-    assert set(changed) == {"sft.seed", "reasoning.seed", "reasoning.sft.seed"}
-    assert (cfg.sft.seed, cfg.rl.seed, cfg.reasoning.sft.seed) == (3, 7, 3)
-    assert cfg.data.train_seed_range == (0, 400)       # only fields named `seed` follow
-    untouched = load_python_file("configs/quickstart.py").get_config()
-    untouched.sft.seed = 4
-    assert gmain.follow_seed(untouched, {"sft.seed"}) == [] and untouched.sft.seed == 4 and untouched.rl.seed == 0
+    left = gmain.stage_seeds_left(cfg, {"seed", "rl.seed"})
+    assert sorted(left) == [("reasoning.seed", 0), ("reasoning.sft.seed", 0), ("sft.seed", 0)]
+    assert (cfg.sft.seed, cfg.rl.seed) == (0, 7)       # nothing changes: recorded commands keep their meaning
+    assert gmain.stage_seeds_left(cfg, {"rl.seed"}) == []   # no --config.seed, no note
