@@ -244,6 +244,9 @@ def run(config, workdir: str) -> None:
         if cfg.get("toggle_pointers", False) and not float(cfg.get("pointer_weight", 0.0)) > 0:
             raise ValueError("pretrain.toggle_pointers adds the tap hops to toggle items: it needs "
                              f"pretrain.pointer_weight > 0 (got {cfg.get('pointer_weight', 0.0)})")
+        if int(cfg.num_steps) <= int(cfg.get("first_step", 0)):
+            raise ValueError(f"pretrain.num_steps {cfg.num_steps} is not above pretrain.first_step "
+                             f"{cfg.first_step}: nothing to train (num_steps is the update to reach)")
         prompt_cfg = PromptConfig(**config.prompt.to_dict())
     except (TypeError, ValueError) as e:
         raise RunError(str(e)) from None

@@ -210,6 +210,10 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
                                        "pretrain.pointer_weight > 0 \\(got 0.0\\)"):
         pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **{
             "pretrain.toggle_pointers": True}), str(tmp_path / "z"))
+    with pytest.raises(RunError, match="pretrain.num_steps 20 is not above pretrain.first_step 20: nothing to train"):
+        pretrain_job.run(load_config(str(REPO / "configs" / "pretrain_tiny.py"), **{
+            "pretrain.num_steps": 20, "pretrain.first_step": 20}), str(tmp_path / "v"))
+    assert not (tmp_path / "v").exists()                # stopped before writing anything
 
 
 def test_a_grown_snapshot_continues_with_the_same_loss_and_says_so_in_its_card(tmp_path):
