@@ -21,7 +21,6 @@ import os
 import sys
 from pathlib import Path
 
-import ml_collections
 from absl import app, flags, logging
 from ml_collections import config_flags
 
@@ -161,17 +160,9 @@ def stage_seeds_left(config, given: set[str]) -> list[tuple[str, int]]:
     fields they vary), so main names them: a replicate of the whole run sets them too."""
     if "seed" not in given or "seed" not in config:
         return []
-    left = []
-
-    def visit(node, prefix):
-        for key in list(node.keys()):
-            value, path = node[key], prefix + key
-            if isinstance(value, ml_collections.ConfigDict):
-                visit(value, path + ".")
-            elif key == "seed" and prefix and path not in given and value != config.seed:
-                left.append((path, value))
-    visit(config, "")
-    return left
+    from gui_jax.jobs.common import flatten_config
+    return [(path, value) for path, value in flatten_config(config).items()
+            if path.endswith(".seed") and path not in given and value != config.seed]
 
 
 def _load_recipe(arg: str):

@@ -96,7 +96,7 @@ def test_run_job_writes_the_snapshot_and_stops_a_changed_training_rerun(tmp_path
     assert json.loads((tmp_path / "config.json").read_text())["fake_train"]["config"]["lr"] == 0.2
 
 
-def test_seed_flag_names_the_stage_seeds_it_leaves(capsys):
+def test_seed_flag_names_the_stage_seeds_it_leaves():
     from gui_jax.core.recipe_files import load_python_file
     cfg = load_python_file("configs/quickstart.py").get_config()
     cfg.seed, cfg.rl.seed = 3, 7                       # as `--config.seed=3 --config.rl.seed=7` leave them
