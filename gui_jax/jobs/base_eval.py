@@ -44,8 +44,8 @@ from typing import Optional, Sequence
 
 from gui_jax.config_check import RunError
 from gui_jax.jobs import common
-from gui_jax.jobs.base_eval_misses import (LABEL_TOKEN_BUCKETS, answer_text, answers_value, breakdown, clicks_element,
-                                           copy_profile, opens_app, parsed_action)
+from gui_jax.jobs.base_eval_misses import (TAP_BUCKETS, answer_text, answers_value, breakdown, bucket_name,
+                                           clicks_element, copy_profile, opens_app, parsed_action)
 
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
@@ -466,10 +466,10 @@ def format_table(results: dict) -> str:
                 quarters = " / ".join(f"{h}/{n}" for h, n in r[key]["by_target_quarter"])
                 notes.append(f"{name}: misses {misses or 'none'}; right by the {whose} quarter of the screen "
                              f"(top to bottom) {quarters}")
-            if "by_label_tokens" in r.get(key, {}):
-                notes.append(f"{name}: right by the label's length in tokens " + ", ".join(
-                    f"{lo}{'+' if hi > 99 else '' if lo == hi else f'-{hi}'}: {h}/{n}"
-                    for (lo, hi), (h, n) in zip(LABEL_TOKEN_BUCKETS, r[key]["by_label_tokens"])))
+            for part, (what, buckets) in TAP_BUCKETS.items():
+                if part in r.get(key, {}):
+                    notes.append(f"{name}: right by {what} " + ", ".join(
+                        f"{bucket_name(lo, hi)}: {h}/{n}" for (lo, hi), (h, n) in zip(buckets, r[key][part]) if n))
             if "copy" in r.get(key, {}):
                 notes.append(f"{name}: {copy_line(r[key]['copy'])}")
     if "attention" in results:

@@ -100,16 +100,41 @@ def read_outcome(item: dict, text: str) -> str:
 
 
 LABEL_TOKEN_BUCKETS = ((1, 4), (5, 5), (6, 7), (8, 9), (10, 10 ** 6))   # a tap label's length in tokens
+SCREEN_LINE_BUCKETS = ((1, 15), (16, 23), (24, 31), (32, 39), (40, 10 ** 6))   # UI lines on a tap's screen
+LABEL_WORD_BUCKETS = ((1, 1), (2, 2), (3, 10 ** 6))   # words in a tap's target label
+
+
+# breakdown's per-bucket counts of taps: key -> (what the note says, its buckets)
+TAP_BUCKETS = {"by_screen_lines": ("the screen's lines", SCREEN_LINE_BUCKETS),
+               "by_label_words": ("the label's words", LABEL_WORD_BUCKETS),
+               "by_label_tokens": ("the label's length in tokens", LABEL_TOKEN_BUCKETS)}
+
+
+def bucket_name(lo: int, hi: int) -> str:
+    """'5', '6-7', '10+' (hi beyond 99: open-ended)."""
+    return f"{lo}{'+' if hi > 99 else '' if lo == hi else f'-{hi}'}"
+
+
+def _bucket_hits(items: Sequence[dict], rights: Sequence[bool], buckets, size: Callable[[dict], int]) -> list:
+    """[[hits, items] per (lo, hi) bucket of `size(item)`]."""
+    out = [[0, 0] for _ in buckets]
+    for item, right in zip(items, rights):
+        n = size(item)
+        b = out[next(i for i, (lo, hi) in enumerate(buckets) if lo <= n <= hi)]
+        b[0] += bool(right)
+        b[1] += 1
+    return out
 
 
 def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str,
               encode: Optional[Callable[[str], list]] = None) -> dict:
     """{'outcomes': {outcome: count}, 'by_target_quarter': [[hits, items] per quarter of the screen]}: where a
     base's taps (kind 'tap': near misses on shared-word rows, index copies) or reads (kind 'read': a wrong line's
-    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen. With
-    `encode` (the tokenizer's), taps also count 'by_label_tokens': [[hits, items] per LABEL_TOKEN_BUCKETS] of the
-    target label's length in tokens after a space (labels of few, whole-word tokens test the look-up on rare
-    tokens)."""
+    text against a garbled copy) go wrong, and the target's (a read's value's) place on a long screen. Taps also
+    count 'by_screen_lines' ([[hits, items] per SCREEN_LINE_BUCKETS]: misses grow with the screen),
+    'by_label_words' (per LABEL_WORD_BUCKETS, items with a 'label': a three-word target among rows sharing two of
+    its words is the hard case) and, with `encode` (the tokenizer's), 'by_label_tokens' (per LABEL_TOKEN_BUCKETS,
+    the target label's length in tokens after a space: labels of few, whole-word tokens test rare tokens)."""
     outcome_of, names, key = ((tap_outcome, TAP_OUTCOMES, "target_element") if kind == "tap"
                               else (read_outcome, READ_OUTCOMES, "value_element"))
     outcomes = {k: 0 for k in names}
@@ -121,14 +146,16 @@ def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str,
         q[0] += outcome == "right"
         q[1] += 1
     out = {"outcomes": outcomes, "by_target_quarter": quarters}
-    if encode is not None and kind == "tap":
-        by_length = [[0, 0] for _ in LABEL_TOKEN_BUCKETS]
-        for item, text in zip(items, texts):
-            n = len(encode(" " + item["label"]))
-            b = by_length[next(i for i, (lo, hi) in enumerate(LABEL_TOKEN_BUCKETS) if lo <= n <= hi)]
-            b[0] += tap_outcome(item, text) == "right"
-            b[1] += 1
-        out["by_label_tokens"] = by_length
+    if kind == "tap":
+        rights = [tap_outcome(item, text) == "right" for item, text in zip(items, texts)]
+        out["by_screen_lines"] = _bucket_hits(items, rights, SCREEN_LINE_BUCKETS,
+                                              lambda i: len(ui_labels(i["ui_text"])))
+        if all("label" in item for item in items):
+            out["by_label_words"] = _bucket_hits(items, rights, LABEL_WORD_BUCKETS,
+                                                 lambda i: len(i["label"].split()))
+        if encode is not None:
+            out["by_label_tokens"] = _bucket_hits(items, rights, LABEL_TOKEN_BUCKETS,
+                                                  lambda i: len(encode(" " + i["label"])))
     return out
 
 

@@ -257,7 +257,11 @@ def test_tiny_random_model_end_to_end(tmp_path, capsys):
     assert any(line.startswith("read: token by token") for line in md)
     by_length = objectives["tap"]["taps"]["by_label_tokens"]   # every tap item by its label's length in tokens
     assert sum(n for _, n in by_length) == N and sum(h for h, _ in by_length) == objectives["tap"]["successes"]
-    assert any(line.startswith("tap: right by the label's length in tokens 1-4: ") for line in md)
+    assert any(line.startswith("tap: right by the label's length in tokens ") for line in md)
+    for part in ("by_screen_lines", "by_label_words"):   # every tap item by its screen's lines, its label's words
+        counts = objectives["tap"]["taps"][part]
+        assert sum(n for _, n in counts) == N and sum(h for h, _ in counts) == objectives["tap"]["successes"]
+    assert any(line.startswith("tap: right by the screen's lines ") for line in md)
 
 
 def test_tap_outcomes_name_where_each_miss_went():
@@ -283,6 +287,13 @@ def test_tap_outcomes_name_where_each_miss_went():
     got = base_eval_misses.breakdown(two * 2, [click(9), click(9), click(2), "tap it"], kind="tap",
                                      encode=lambda text: [0] * pieces[text])
     assert got["by_label_tokens"] == [[1, 2], [0, 0], [1, 2], [0, 0], [0, 0]]
+    assert got["by_screen_lines"] == [[2, 4], [0, 0], [0, 0], [0, 0], [0, 0]]      # 8 lines
+    long = {**item, "label": "Red Midnight Fire", "ui_text": ui + "".join(f"\n[{k}] ; Row {k}" for k in range(20, 52))}
+    got = base_eval_misses.breakdown([long, *two], [click(2), click(9), click(9)], kind="tap")
+    assert got["by_screen_lines"] == [[2, 2], [0, 0], [0, 0], [0, 0], [0, 1]]      # 8, 8 and 40 lines
+    assert got["by_label_words"] == [[0, 0], [2, 2], [0, 1]] and "by_label_tokens" not in got
+    assert [base_eval_misses.bucket_name(*b) for b in base_eval_misses.SCREEN_LINE_BUCKETS] == [
+        "1-15", "16-23", "24-31", "32-39", "40+"]
 
 
 def test_read_outcomes_tell_a_wrong_row_from_a_garbled_copy():
