@@ -73,6 +73,8 @@ class LookupProbeConfig:
   hidden: int = 128
   heads: int = 4
   kv_heads: int = 2
+  rope_theta: float = 10000.0          # RoPE base (the tiny preset's; Qwen2.5's real sizes use 1e6): the rotary
+                                       # pairs slow enough to keep a content match steady across a long screen
   batch: int = 32
   steps: int = 600
   learning_rate: float = 2e-3
@@ -140,6 +142,8 @@ class LookupProbeConfig:
                                                                           and self.model == "tiny")):
       raise ValueError(f"index_readout_weight ({self.index_readout_weight}) must be ≥ 0 and needs pointer_weight "
                        f"> 0 and model='tiny' (its targets are the pointers' index tokens)")
+    if not self.rope_theta > 1.0:
+      raise ValueError(f"rope_theta must be > 1 (the RoPE base), got {self.rope_theta}")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if not 0.0 <= self.final_lr_fraction <= 1.0:
@@ -325,15 +329,15 @@ def _rms(x, scale):
   return scale * x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6)
 
 
-def _rope(x, positions):  # x [B, L, H, D], positions [L]: rotate pairs (i, i + D/2) by position · θ_i
+def _rope(x, positions, theta: float = 10000.0):  # x [B, L, H, D], positions [L]: pairs (i, i + D/2) by pos · θ_i
   d = x.shape[-1]
-  angle = positions[:, None] * (1.0 / 10000 ** (jnp.arange(0, d, 2) / d))
+  angle = positions[:, None] * (1.0 / theta ** (jnp.arange(0, d, 2) / d))
   cos, sin = jnp.cos(jnp.concatenate([angle, angle], -1)), jnp.sin(jnp.concatenate([angle, angle], -1))
   x1, x2 = jnp.split(x, 2, -1)
   return x * cos[:, None] + jnp.concatenate([-x2, x1], -1) * sin[:, None]
 
 
-def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
+def reference_hidden(params: dict, ids: jax.Array, heads: int, rope_theta: float = 10000.0) -> jax.Array:
   """ids [B, L] -> final-normed hidden states [B, L, H] (causal; logits = hidden @ embed.T)."""
   b, length = ids.shape
   x = params["embed"][ids]
@@ -342,7 +346,7 @@ def reference_hidden(params: dict, ids: jax.Array, heads: int) -> jax.Array:
   for p in params["layers"]:
     h = _rms(x, p["norm1"])
     split = lambda w: (h @ w).reshape(b, length, heads, -1)
-    q, k, v = _rope(split(p["q"]), positions), _rope(split(p["k"]), positions), split(p["v"])
+    q, k, v = _rope(split(p["q"]), positions, rope_theta), _rope(split(p["k"]), positions, rope_theta), split(p["v"])
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
     att = jax.nn.softmax(jnp.where(causal, scores, -1e30), -1)
     x = x + jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, length, -1) @ p["o"]
@@ -365,13 +369,13 @@ def _model_fns(cfg: LookupProbeConfig):
   if cfg.model == "reference":
     params = reference_init(jax.random.key(cfg.seed), base.text.vocab_size, cfg.hidden, cfg.layers)
     params = rescale_init(params, cfg.init_gain, residual_gain=cfg.residual_gain) if cfg.init_gain else params
-    return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads), ()),
+    return (params, lambda p, ids: (reference_hidden(p, ids, cfg.heads, cfg.rope_theta), ()),
             lambda p, h: h @ p["embed"].T)
   half = cfg.hidden // cfg.heads // 2            # M-RoPE bands in Qwen's proportions (1/4 t, 3/8 h, 3/8 w)
   t_band = half // 4
   text = dataclasses.replace(base.text, hidden_size=cfg.hidden, intermediate_size=3 * cfg.hidden,
                              num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
-                             num_key_value_heads=cfg.kv_heads,
+                             num_key_value_heads=cfg.kv_heads, rope_theta=cfg.rope_theta,
                              mrope_section=(t_band, (half - t_band) // 2, half - t_band - (half - t_band) // 2))
   model_cfg = base.replace(text=text, vision=dataclasses.replace(base.vision, out_hidden_size=cfg.hidden),
                            tie_word_embeddings=cfg.tie_embeddings)

@@ -219,3 +219,31 @@ def test_init_gain_sets_matrix_scale_and_keeps_the_embedding():
         LookupProbeConfig(index_readout_weight=1.0)
     with pytest.raises(ValueError, match="pointer_label_bag needs pointer_label_start=True"):
         LookupProbeConfig(pointer_weight=1.0, order="index_first", pointer_label_bag=True)
+
+
+@pytest.mark.parametrize("theta", [1e4, 1e6])
+def test_rope_base_reaches_both_models_and_matches_the_text_mrope(theta):
+    """probe.rope_theta rotates the reference decoder's pairs exactly as the tiny model's M-RoPE does on text-only
+    positions at that base, and the tiny probe model is built with it; a base ≤ 1 is refused by name."""
+    import dataclasses as dc
+
+    import jax.numpy as jnp
+
+    from gui_jax.models.qwen2_5_vl.config import tiny
+    from gui_jax.models.qwen2_5_vl.text import mrope_cos_sin
+    from gui_jax.train import lookup_probe
+    text = dc.replace(tiny().text, rope_theta=theta)
+    positions = jnp.arange(700, dtype=jnp.float32)
+    cos, sin = mrope_cos_sin(jnp.broadcast_to(positions[None, None], (3, 1, 700)), text)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(1, 700, 1, text.head_dim)), jnp.float32)
+    x1, x2 = jnp.split(x, 2, -1)
+    want = x * cos[:, :, None] + jnp.concatenate([-x2, x1], -1) * sin[:, :, None]
+    np.testing.assert_allclose(lookup_probe._rope(x, positions, theta), want, atol=2e-5)
+    ids = jnp.asarray(np.random.default_rng(1).integers(100, 300, (1, 40)))
+
+    def hidden(t):   # the same weights (seed 0) at base t; init_gain 1: attention far from uniform
+        params, hidden_fn, _ = lookup_probe._model_fns(LookupProbeConfig(layers=1, rope_theta=t, init_gain=1.0))
+        return hidden_fn(params, ids)[0]
+    assert float(jnp.abs(hidden(theta) - hidden(theta * 3)).max()) > 1e-3    # the base reaches the model
+    with pytest.raises(ValueError, match="rope_theta must be > 1"):
+        LookupProbeConfig(rope_theta=1.0)
