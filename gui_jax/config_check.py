@@ -367,15 +367,30 @@ def _cross_checks(config) -> None:
                   "action (responses up to ~40 tokens on PhoneSim's templates): set at least 48")
 
 
-# model field -> (config.json section, key): the shape a checkpoint fixes and a preset override would change
-_CHECKPOINT_SHAPE = {"num_hidden_layers": ("text_config", "num_hidden_layers"),
-                     "intermediate_size": ("text_config", "intermediate_size"),
-                     "vision_depth": ("vision_config", "depth")}
+# model field -> where a checkpoint's config.json holds it (any of these paths, first found): what a checkpoint
+# fixes and a preset override would change
+_CHECKPOINT_FIXES = {"num_hidden_layers": (("text_config", "num_hidden_layers"),),
+                     "intermediate_size": (("text_config", "intermediate_size"),),
+                     "vision_depth": (("vision_config", "depth"),),
+                     # transformers 5 layout first, then the older ones (as Qwen25VLConfig.from_hf_dict reads it)
+                     "rope_theta": (("text_config", "rope_parameters", "rope_theta"), ("text_config", "rope_theta"),
+                                    ("rope_theta",))}
+
+
+def _json_at(d: dict, paths):
+    for path in paths:
+        v = d
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        if v is not None:
+            return v
+    return None
 
 
 def _shape_overrides_match_checkpoint(m) -> None:
-    """A checkpoint fixes the model's shape: an override of the preset's depth or width that differs from it
-    would be ignored, so it is an error (a matching one, as continued-pretraining commands carry, is fine)."""
+    """A checkpoint fixes the model's shape and RoPE base: an override of the preset's depth, width or base that
+    differs from it would be ignored, so it is an error (a matching one, as continued-pretraining commands carry,
+    is fine). Reads config.json directly: validation runs before jax is imported."""
     import json
     import os
 
@@ -385,12 +400,12 @@ def _shape_overrides_match_checkpoint(m) -> None:
         return  # hf_dir reports a folder without config.json
     with open(path) as f:
         hf = json.load(f)
-    for field, (section, key) in _CHECKPOINT_SHAPE.items():
-        want, have = m.get(field, 0), hf.get(section, {}).get(key)
+    for field, paths in _CHECKPOINT_FIXES.items():
+        want, have = m.get(field, 0), _json_at(hf, paths)
         if want and have is not None and want != have:
-            _fail(f"model.{field}", want, f"model.checkpoint {m.checkpoint!r} has {key} = {have}, and a checkpoint "
-                  f"fixes the model's shape: drop the override, or set model.checkpoint='' for a random-init "
-                  f"{m.get('preset', 'tiny')} preset with it")
+            _fail(f"model.{field}", want, f"model.checkpoint {m.checkpoint!r} has {paths[0][-1]} = {have:g}, and a "
+                  f"checkpoint fixes the model's shape and RoPE base: drop the override, or set model.checkpoint='' "
+                  f"for a random-init {m.get('preset', 'tiny')} preset with it")
 
 
 def _prompt_formats_match(config, m, p) -> None:

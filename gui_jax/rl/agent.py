@@ -167,9 +167,11 @@ def _cast_floating(tree, dtype):
 
 
 def model_config_from(mcfg, dtype: Optional[str] = None, param_dtype: Optional[str] = None):
-    """The preset's Qwen25VLConfig with the config's depth / width overrides and dtypes."""
+    """The preset's Qwen25VLConfig with the config's depth / width / RoPE-base overrides and dtypes."""
     cfg = preset(mcfg.preset)
     text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size") if mcfg.get(k)}
+    if mcfg.get("rope_theta"):
+        text_over["rope_theta"] = float(mcfg.rope_theta)
     vis_over = {"depth": mcfg.vision_depth} if mcfg.get("vision_depth") else {}
     if vis_over.get("depth") and max(cfg.vision.fullatt_block_indexes) >= vis_over["depth"]:
         vis_over["fullatt_block_indexes"] = (vis_over["depth"] - 1,)

@@ -92,6 +92,8 @@ MODEL = Block("model", [
     F("num_hidden_layers", 0, "> 0 overrides the preset's text depth", integer(0)),
     F("intermediate_size", 0, "> 0 overrides the preset's text MLP width", integer(0)),
     F("vision_depth", 0, "> 0 overrides the preset's vision depth", integer(0)),
+    F("rope_theta", 0.0, "> 0 overrides the preset's text RoPE base (tiny 1e4; the slow rotary pairs are the ones "
+      "a content match across a long screen can use)", number(0.0)),
     F("tokenizer", "auto", f"tokenizer: {' | '.join(TOKENIZERS)} | tokenizer.json or .model path", _tokenizer),
     F("min_pixels", 56 * 56, "image processor: fewest pixels per screenshot", integer(1)),
     F("max_pixels", 28 * 28 * 1280, "image processor: most pixels per screenshot", integer(1)),

@@ -73,6 +73,11 @@ def test_the_shipped_base_trains_with_float32_masters_and_its_own_shape():
     m.num_hidden_layers = 1
     with pytest.raises(ConfigError, match="has num_hidden_layers = 3, and a checkpoint fixes the model's shape"):
         check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))
+    m.num_hidden_layers, m.rope_theta = 0, 10000.0               # the base's own RoPE base: accepted
+    check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))
+    m.rope_theta = 1e6
+    with pytest.raises(ConfigError, match="has rope_theta = 10000, and a checkpoint fixes the model's shape and RoPE"):
+        check_config(ml_collections.ConfigDict({"job": "evaluate", "model": m}))
 
 
 def test_the_shipped_cards_phases_chain_from_random_weights_to_the_exported_update():
@@ -89,3 +94,18 @@ def test_the_shipped_cards_phases_chain_from_random_weights_to_the_exported_upda
         assert start == end + 1 and f"from the update-{end:,} snapshot" in text.splitlines()[0], text.splitlines()[0]
     steps = json.load(open(os.path.join(folder, "gui_jax_export.json")))["source"]["steps"]
     assert spans[-1][1] == steps
+
+
+def test_rope_theta_override_builds_the_preset_with_that_base_and_exports_it():
+    """model.rope_theta sets the random-init preset's text RoPE base (0 keeps the preset's), and the Hugging Face
+    config a run exports carries it back to the loader."""
+    from gui_jax.models.qwen2_5_vl.config import Qwen25VLConfig
+    from gui_jax.rl.agent import model_config_from
+    from gui_jax.train.config_blocks import model_block
+    m = model_block()
+    assert model_config_from(m).text.rope_theta == 10000.0
+    m.rope_theta = 1e6
+    cfg = model_config_from(m)
+    assert cfg.text.rope_theta == 1e6
+    assert cfg.text.num_hidden_layers == model_config_from(model_block()).text.num_hidden_layers
+    assert Qwen25VLConfig.from_hf_dict(cfg.to_hf_dict()).text.rope_theta == 1e6
