@@ -139,15 +139,16 @@ def breakdown(items: Sequence[dict], texts: Sequence[str], *, kind: str,
                               else (read_outcome, READ_OUTCOMES, "value_element"))
     outcomes = {k: 0 for k in names}
     quarters = [[0, 0] for _ in range(4)]
+    rights = []
     for item, text in zip(items, texts):
         outcome = outcome_of(item, text)
         outcomes[outcome] += 1
+        rights.append(outcome == "right")
         q = quarters[target_quarter(item, key)]
-        q[0] += outcome == "right"
+        q[0] += rights[-1]
         q[1] += 1
     out = {"outcomes": outcomes, "by_target_quarter": quarters}
-    if kind == "tap":
-        rights = [tap_outcome(item, text) == "right" for item, text in zip(items, texts)]
+    if kind == "tap":   # each item's outcome from the loop above, not parsed again
         out["by_screen_lines"] = _bucket_hits(items, rights, SCREEN_LINE_BUCKETS,
                                               lambda i: len(ui_labels(i["ui_text"])))
         if all("label" in item for item in items):
