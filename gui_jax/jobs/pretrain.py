@@ -175,6 +175,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{' with PhoneSim answer questions' if cfg.get('page_answers', False) else ''}; "
         f"token-word text values {cfg.get('token_values', 0.0)}; "
         f"{'part-of-line answers (artist, priority); ' if cfg.get('part_answers', False) else ''}"
+        f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",

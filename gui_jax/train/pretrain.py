@@ -101,7 +101,8 @@ class CurriculumStream:
                  batch_size: int, seed: int, first_step: int = 0, goals_per_screen: int = 1,
                  pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
-                 page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False):
+                 page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
+                 history: float = 0.0):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -110,7 +111,7 @@ class CurriculumStream:
         keyed on the part of the switch / checkbox line the goal names (attention_pointers.item_pointers).
         launch_goals, page_answers, token_values, part_answers: how launch items phrase their goals, whether app
         pages ask PhoneSim's answer questions, the share of text values written as token-word sentences, whether
-        songs and tasks are read for a part of a line (PretrainSource)."""
+        songs and tasks are read for a part of a line, the share of goals with earlier steps (PretrainSource)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
@@ -120,7 +121,8 @@ class CurriculumStream:
         self.sources = [PretrainSource(prompt_cfg, mix, s.difficulty, pool="train", seed=seed,
                                        goals_per_screen=goals_per_screen, app_pages=app_pages,
                                        launch_goals=launch_goals, page_answers=page_answers,
-                                       token_values=token_values, part_answers=part_answers) for s in stages]
+                                       token_values=token_values, part_answers=part_answers,
+                                       history=history) for s in stages]
         ends, at = [], 0
         for s in stages:
             at = at + s.steps if s.steps is not None else None
@@ -145,11 +147,14 @@ class CurriculumStream:
         sample = encode_item(self.encoder, item).sample
         # toggle items click a switch / checkbox line that shows more than the goal's label: their hops key on
         # the named part (toggle_pointers), else they have none
-        if self.tap_pointers and item["target_element"] is not None and item["objective"] != "toggle":
+        # goals answered by terminate (`history`: their action is already done) have no look-up to point at
+        acting = [t for t in [item, *item["turns"]] if not t.get("done", False)]
+        if not acting:
+            return sample
+        if self.tap_pointers and acting[0]["target_element"] is not None and item["objective"] != "toggle":
             sample.pointers = self.pointers(sample, f"pretraining item {i}")
         elif self.toggle_pointers and item["objective"] == "toggle":
-            named = [item["label"]] + [t["label"] for t in item["turns"]]
-            sample.pointers = self.pointers(sample, f"pretraining item {i}", named=named)
+            sample.pointers = self.pointers(sample, f"pretraining item {i}", named=[t["label"] for t in acting])
         elif self.read_pointers and item["objective"] == "read":
             sample.pointers = self.pointers(sample, f"pretraining item {i}", read=True)
         return sample
@@ -333,7 +338,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               launch_goals=str(cfg.get("launch_goals", "topics")),
                               page_answers=bool(cfg.get("page_answers", False)),
                               token_values=float(cfg.get("token_values", 0.0)),
-                              part_answers=bool(cfg.get("part_answers", False)))
+                              part_answers=bool(cfg.get("part_answers", False)),
+                              history=float(cfg.get("history", 0.0)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

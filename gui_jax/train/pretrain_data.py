@@ -12,6 +12,9 @@ with the given PromptConfig, e.g. the quickstart's). Objectives:
                serves a goal (train/pretrain_launch.py)
   screen_text  a tap or home item whose `prompt_loss_weight` > 0: the trainer also puts next-token loss
                on the UI-text tokens (`ui_span`; `encode_item` gives the token mask)
+With `history` > 0 a goal (first or later turn; launch items excepted) carries the agent's "Earlier steps:" lines:
+the app opened, and in half of them the goal's own action as the last step, answered by
+terminate: the agent's answer-or-stop decision, which PhoneSim's episodes ask at every step after the first.
 `PretrainSource(prompt_cfg, mix, difficulty, pool, seed)[i]` is a pure function of (seed, i), with
 len 2**40 (a Grain-style RandomAccessDataSource). The `reading_eval` pool shares no word with `train`.
 """
@@ -28,10 +31,11 @@ import numpy as np
 from gui_jax.core.dialects import ActionParseError, expressible, parse_response
 from gui_jax.core.types import Action
 from gui_jax.rl.batch import TrainSample
-from gui_jax.rl.prompting import PromptConfig, build_messages, expert_response, model_text, ui_text, word_spaced
+from gui_jax.rl.prompting import (PromptConfig, action_line, build_messages, expert_response, model_text, ui_text,
+                                  word_spaced)
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
-from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, app_serves, build_app_screen
+from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, PAGE_APP, app_serves, build_app_screen
 from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, draw_kind,
                                             layout_range)
@@ -39,6 +43,9 @@ from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVE
 OBJECTIVES = ("tap", "read", "state", "home", "screen_text", "toggle", "launch")
 DEFAULT_MIX = {"tap": 0.4, "read": 0.25, "state": 0.1, "home": 0.1, "screen_text": 0.15}
 SOURCE_LEN = 2 ** 40
+# history: of the goals with earlier steps, the share whose last step already did what the goal asks (→ terminate)
+HISTORY_DONE_SHARE = 0.5
+TERMINATE = Action("terminate", status="success")
 UI_HEADER = "\nUI:\n"  # what prompting._observation_content writes before the UI lines
 
 
@@ -114,14 +121,14 @@ class PretrainSource:
     Item (dict): messages (chat, no images), target (response text), objective, goal, layout, label,
     target_element (tap/home/toggle: int, else None), answer (read/state: str, else None), label_element,
     value_element (read), ui_text, ui_span (message, content item, start, end of the UI lines in that text),
-    prompt_loss_weight (> 0 on screen_text items), turns (further goals about the screen: dicts of goal, target,
-    target_element, answer, label), n_lines, observation, pool, dialect, seed, index.
+    prompt_loss_weight (> 0 on screen_text items), done (its earlier steps did the goal: target terminate),
+    turns (further goals about the screen: dicts of goal, message, done, target, target_element, answer, label), n_lines, observation, pool, dialect, seed, index.
     """
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
                  app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False,
-                 token_values: float = 0.0, part_answers: bool = False):
+                 token_values: float = 0.0, part_answers: bool = False, history: float = 0.0):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
@@ -131,7 +138,8 @@ class PretrainSource:
         token_values: the share of phrase / words values (message texts, row subtitles, fillers) written as sentences
         of token words (pretrain_labels.LabelPool.token_sentence; 0: streams unchanged).
         part_answers: song and task pages also serve reads whose answer is part of a row's line (the artist, the
-        priority: pretrain_apps.PART_GOALS; False: streams unchanged)."""
+        priority: pretrain_apps.PART_GOALS; False: streams unchanged).
+        history: the probability that a goal carries earlier steps (`_history`; 0: streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -173,6 +181,11 @@ class PretrainSource:
         _check_probability("token_values", token_values)
         self.token_values = float(token_values)
         self.part_answers = bool(part_answers)
+        _check_probability("history", history)
+        if history > 0 and prompt_cfg.history_mode != "compact":
+            raise ValueError(f"history > 0 writes the compact history lines; prompt_cfg.history_mode is "
+                             f"{prompt_cfg.history_mode!r}")
+        self.history = float(history)
         self.app_serves = app_serves(self.page_answers, self.part_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
@@ -219,7 +232,10 @@ class PretrainSource:
                                with_others=self.goals_per_screen > 1, token_values=self.token_values)
         goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
-        messages, _ = build_messages(goal, [], obs, self.cfg)
+        steps, done = self._history(rng, obs, layout, action)
+        if done:
+            action, answer = TERMINATE, None
+        messages, _ = build_messages(goal, [(None, r) for r in steps], obs, self.cfg)
         element = action.element if action.type == "click" else None
         target = expert_response(action, obs, self.cfg, element=element)
         turns = []
@@ -228,11 +244,14 @@ class PretrainSource:
             for j in rng.permutation(len(scr.others))[:k]:
                 slot, _, tap, _ = scr.others[int(j)]
                 g, a, ans = _goal_and_action(rng, need, slot, tap)
+                s_steps, s_done = self._history(rng, obs, layout, a)
+                if s_done:
+                    a, ans = TERMINATE, None
                 el = a.element if a.type == "click" else None
-                turns.append({"goal": g, "message": f"Goal: {word_spaced(g) if self.cfg.word_tokens else g}",
+                turns.append({"goal": g, "message": self._turn_message(g, s_steps), "done": s_done,
                               "target": expert_response(a, obs, self.cfg, element=el),
                               "target_element": el, "answer": ans, "label": slot.label})
-        return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout,
+        return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout, "done": done,
                 "label": scr.target.label, "target_element": element, "answer": answer,
                 "label_element": scr.label_element, "value_element": scr.value_element,
                 "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages),
@@ -240,6 +259,28 @@ class PretrainSource:
                 "turns": turns, "n_lines": scr.n_lines, "observation": obs, "pool": self.pool_name, "dialect": self.cfg.dialect,
                 "seed": self.seed, "index": i}
 
+
+    def _history(self, rng, obs, layout: str, action: Action) -> tuple[list[str], bool]:
+        """(earlier responses, done) for one goal: with probability `history`, the app opened (an app page's own,
+        else any), then with probability HISTORY_DONE_SHARE `action` itself (done: the goal's answer is
+        terminate). No draw at history 0 (streams unchanged)."""
+        if self.history <= 0 or rng.random() >= self.history:
+            return [], False
+        app = PAGE_APP.get(layout) or APPS[int(rng.integers(len(APPS)))]
+        steps = [expert_response(launch_action(app), obs, self.cfg)]
+        done = bool(rng.random() < HISTORY_DONE_SHARE)
+        if done:
+            steps.append(expert_response(action, obs, self.cfg,
+                                         element=action.element if action.type == "click" else None))
+        return steps, done
+
+    def _turn_message(self, goal: str, steps: Sequence[str]) -> str:
+        """A later turn's user message: its goal, and its earlier steps as the first prompt writes them."""
+        g = word_spaced(goal) if self.cfg.word_tokens else goal
+        if not steps:
+            return f"Goal: {g}"
+        lines = "\n".join(f"{k + 1}. {action_line(r, self.cfg.dialect)}" for k, r in enumerate(steps))
+        return f"Goal: {g}\nEarlier steps:\n{lines}" + (f"\nGoal: {g}" if self.cfg.goal_last else "")
 
     def _launch_label(self, rng) -> str:
         return self.pool.label(rng, draw_kind(rng, self.label_kinds))
@@ -258,7 +299,7 @@ class PretrainSource:
                           "target": expert_response(launch_action(str(other)), obs, self.cfg),
                           "target_element": None, "answer": None, "label": str(other), "app": str(other)})
         return {"messages": messages, "target": expert_response(launch_action(app), obs, self.cfg),
-                "objective": "launch", "goal": goal, "layout": "launcher", "label": app, "app": app,
+                "objective": "launch", "goal": goal, "layout": "launcher", "label": app, "app": app, "done": False,
                 "target_element": None, "answer": None, "label_element": None, "value_element": None,
                 "ui_text": screen, "ui_span": ui_span(messages), "prompt_loss_weight": 0.0,
                 "turns": turns, "n_lines": len(screen.splitlines()), "observation": obs,
