@@ -70,8 +70,9 @@ def get_config():
         # Music and Tasks pages also ask PhoneSim's questions whose answer is part of a row's line ("Who is the
         # artist of the song '{L}'?" -> the artist of "artist - m:ss"; a task's priority); False = unchanged
         "part_answers": False,
-        # probability that a goal carries the agent's "Earlier steps:" lines (the app opened, sometimes a scroll;
-        # in half of them the goal's own action last, answered by terminate); 0 = unchanged
+        # probability that a goal carries the agent's "Earlier steps:" lines (the app opened; in half of them the
+        # goal's own action last, answered by terminate); 0 = unchanged (0.3 in a 250-update anneal leaked terminate
+        # into answers: experiments/results/pretrain_m1.md, section F2)
         "history": 0.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",

@@ -13,8 +13,8 @@ with the given PromptConfig, e.g. the quickstart's). Objectives:
   screen_text  a tap or home item whose `prompt_loss_weight` > 0: the trainer also puts next-token loss
                on the UI-text tokens (`ui_span`; `encode_item` gives the token mask)
 With `history` > 0 a goal (first or later turn; launch items excepted) carries the agent's "Earlier steps:" lines:
-the app opened, and in half of them the goal's own action as the last step, answered by
-terminate: the agent's answer-or-stop decision, which PhoneSim's episodes ask at every step after the first.
+the app opened, and in half of them the goal's own action as the last step, answered by terminate: the agent's
+answer-or-stop decision, which PhoneSim's episodes ask at every step after the first.
 `PretrainSource(prompt_cfg, mix, difficulty, pool, seed)[i]` is a pure function of (seed, i), with
 len 2**40 (a Grain-style RandomAccessDataSource). The `reading_eval` pool shares no word with `train`.
 """
@@ -122,7 +122,8 @@ class PretrainSource:
     target_element (tap/home/toggle: int, else None), answer (read/state: str, else None), label_element,
     value_element (read), ui_text, ui_span (message, content item, start, end of the UI lines in that text),
     prompt_loss_weight (> 0 on screen_text items), done (its earlier steps did the goal: target terminate),
-    turns (further goals about the screen: dicts of goal, message, done, target, target_element, answer, label), n_lines, observation, pool, dialect, seed, index.
+    turns (further goals about the screen: dicts of goal, message, done, target, target_element, answer, label),
+    n_lines, observation, pool, dialect, seed, index.
     """
 
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,

@@ -110,6 +110,7 @@ def test_bad_history_settings_are_refused():
     with pytest.raises(ValueError, match=r"history must be a probability in \[0, 1\], got 1.5"):
         _source(1.5)
     full = dc.replace(quickstart_prompt_config(40), history_mode="full")
-    with pytest.raises(ValueError, match="history > 0 writes the compact history lines; prompt_cfg.history_mode is 'full'"):
+    with pytest.raises(ValueError,
+                       match="history > 0 writes the compact history lines; prompt_cfg.history_mode is 'full'"):
         PretrainSource(full, {"tap": 1.0}, Difficulty(8, 40, 1.0), history=0.5)
     assert np.isclose(_source(0.25).history, 0.25)
