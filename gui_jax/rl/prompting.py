@@ -237,6 +237,15 @@ def action_line(response: str, dialect: str) -> str:
         return "(unparsable response)"
 
 
+def compact_history(responses: Sequence[str], cfg: PromptConfig) -> str:
+    """The compact history block ("Earlier steps:" and one numbered line per earlier response, the last
+    `max_history_lines`), or "" without earlier steps."""
+    if not responses:
+        return ""
+    lines = [f"{i + 1}. {action_line(r, cfg.dialect)}" for i, r in enumerate(responses)]
+    return "Earlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:]) + "\n"
+
+
 def build_messages(goal: str, history: Sequence[tuple[Observation, str]], current: Observation,
                    cfg: PromptConfig) -> tuple[list[dict], list[np.ndarray]]:
     """Chat messages + the images they reference, in order.
@@ -258,9 +267,7 @@ def build_messages(goal: str, history: Sequence[tuple[Observation, str]], curren
         turns = [(obs if k >= len(kept) - n_obs else None, r) for k, (obs, r) in enumerate(kept)]
     else:
         old, recent = history[: max(len(history) - n_obs, 0)], history[max(len(history) - n_obs, 0):]
-        if old:
-            lines = [f"{i + 1}. {action_line(r, cfg.dialect)}" for i, (_, r) in enumerate(old)]
-            intro += "Earlier steps:\n" + "\n".join(lines[-cfg.max_history_lines:]) + "\n"
+        intro += compact_history([r for _, r in old], cfg)
         turns = list(recent)
     first = True
     for obs, response in turns:

@@ -31,8 +31,8 @@ import numpy as np
 from gui_jax.core.dialects import ActionParseError, expressible, parse_response
 from gui_jax.core.types import Action
 from gui_jax.rl.batch import TrainSample
-from gui_jax.rl.prompting import (PromptConfig, action_line, build_messages, expert_response, model_text, ui_text,
-                                  word_spaced)
+from gui_jax.rl.prompting import (PromptConfig, build_messages, compact_history, expert_response, model_text,
+                                  ui_text, word_spaced)
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
                                            READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, PAGE_APP, app_serves, build_app_screen
@@ -252,7 +252,8 @@ class PretrainSource:
                 turns.append({"goal": g, "message": self._turn_message(g, s_steps), "done": s_done,
                               "target": expert_response(a, obs, self.cfg, element=el),
                               "target_element": el, "answer": ans, "label": slot.label})
-        return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout, "done": done,
+        return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout,
+                "done": done,
                 "label": scr.target.label, "target_element": element, "answer": answer,
                 "label_element": scr.label_element, "value_element": scr.value_element,
                 "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages),
@@ -280,8 +281,7 @@ class PretrainSource:
         g = word_spaced(goal) if self.cfg.word_tokens else goal
         if not steps:
             return f"Goal: {g}"
-        lines = "\n".join(f"{k + 1}. {action_line(r, self.cfg.dialect)}" for k, r in enumerate(steps))
-        return f"Goal: {g}\nEarlier steps:\n{lines}" + (f"\nGoal: {g}" if self.cfg.goal_last else "")
+        return f"Goal: {g}\n{compact_history(steps, self.cfg)}" + (f"Goal: {g}" if self.cfg.goal_last else "")
 
     def _launch_label(self, rng) -> str:
         return self.pool.label(rng, draw_kind(rng, self.label_kinds))
