@@ -136,6 +136,17 @@ def evaluate_in_process(agent, tasks, pcfg, config, *, temperature: float, trial
     return success_summary(by_task, trials=trials, temperature=temperature, seed=config.seed)
 
 
+def row_cells(summary: dict, paired: dict | None, *, first: bool) -> str:
+    """A table row's cells after its name: SR [95 % CI] | n | gained / lost | Δ SR [bootstrap] | p (test) |."""
+    lo, hi = summary["online_SR_ci95"]
+    cells = f" {summary['online_SR']:.3f} [{lo:.3f}, {hi:.3f}] | {summary['n']} |"
+    if paired and paired["tasks"]:
+        lo, hi = paired["diff_ci95"]
+        return cells + (f" {paired['gained']} / {paired['lost']} | {paired['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
+                        f"{paired['p']:.3g} ({paired['test']}) |")
+    return cells + (" | | |" if first else " no common task | | |")
+
+
 def markdown(report: dict) -> str:
     """The report as markdown: the command, one row per stage, the overlap line of each checkpoint."""
     from gui_jax.jobs.common import overlap_line
@@ -151,15 +162,8 @@ def markdown(report: dict) -> str:
     stages = report["stages"]
     first = next(iter(stages))
     for name, r in stages.items():
-        lo, hi = r["online_SR_ci95"]
-        row = f"| {name} | {r['online_SR']:.3f} [{lo:.3f}, {hi:.3f}] | {r['n']} |"
-        t = report["paired_vs_first"].get(f"{name} vs {first}")
-        if t and t["tasks"]:
-            row += (f" {t['gained']} / {t['lost']} | {t['diff']:+.3f} [{t['diff_ci95'][0]:+.3f}, "
-                    f"{t['diff_ci95'][1]:+.3f}] | {t['p']:.3g} ({t['test']}) |")
-        else:
-            row += " | | |" if name == first else " no common task | | |"
-        lines.append(row)
+        lines.append(f"| {name} |" + row_cells(r, report["paired_vs_first"].get(f"{name} vs {first}"),
+                                               first=name == first))
     lines.append("")
     lines += [overlap_line(r.get("held_out_vs_checkpoint"), f"stage {name}") for name, r in stages.items()]
     return "\n".join(lines) + "\n"
@@ -199,14 +203,18 @@ def main(argv=None) -> int:
               "stages": {k: {f: v.get(f) for f in KEPT} for k, v in results.items()},
               "paired_vs_first": paired_against_first({k: v["online_success"] for k, v in results.items()},
                                                       test=a.test)}
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out + ".json", "w") as f:
+    write_report(a.out, report, markdown(report))
+    return 0
+
+
+def write_report(out: str, report: dict, md: str) -> None:
+    """OUT.json (the report) and OUT.md (its markdown, also printed); OUT's folder made if missing."""
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".json", "w") as f:
         json.dump(report, f, indent=1)
-    md = markdown(report)
-    with open(a.out + ".md", "w") as f:
+    with open(out + ".md", "w") as f:
         f.write(md)
     print(md)
-    return 0
 
 
 if __name__ == "__main__":

@@ -127,18 +127,10 @@ def compare(arms, *, test: str = "mcnemar") -> dict:
 
 
 def _rows(label: str, block: dict, first: str) -> list:
-    rows = []
-    for name, s in block["arms"].items():
-        lo, hi = s["online_SR_ci95"]
-        row = f"| {label} | {name} | {s['online_SR']:.3f} [{lo:.3f}, {hi:.3f}] | {s['n']} |"
-        t = block["paired_vs_first"].get(f"{name} vs {first}")
-        if t and t["tasks"]:
-            row += (f" {t['gained']} / {t['lost']} | {t['diff']:+.3f} [{t['diff_ci95'][0]:+.3f}, "
-                    f"{t['diff_ci95'][1]:+.3f}] | {t['p']:.3g} ({t['test']}) |")
-        else:
-            row += " | | |"
-        rows.append(row)
-    return rows
+    from gui_jax.jobs.paired_checkpoints import row_cells
+    return [f"| {label} | {name} |" + row_cells(s, block["paired_vs_first"].get(f"{name} vs {first}"),
+                                                first=name == first)
+            for name, s in block["arms"].items()]
 
 
 def markdown(report: dict) -> str:
@@ -177,13 +169,8 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out + ".json", "w") as f:
-        json.dump(report, f, indent=1)
-    md = markdown(report)
-    with open(a.out + ".md", "w") as f:
-        f.write(md)
-    print(md)
+    from gui_jax.jobs.paired_checkpoints import write_report
+    write_report(a.out, report, markdown(report))
     return 0
 
 
