@@ -21,6 +21,8 @@ import os
 import shlex
 import sys
 
+from gui_jax.jobs.paired_checkpoints import paired_against_first, row_cells, write_report
+
 
 def parse_arms(items, default_stage: str | None = None) -> list:
     """[(arm name, [(results.json path, stage or None)])] from NAME=RUN[@STAGE][,...]; names unique, every arm
@@ -112,7 +114,6 @@ def split_by(outcomes: dict, key) -> dict:
 
 def compare(arms, *, test: str = "mcnemar") -> dict:
     """The report: arms' summaries, each arm against the first overall, per seed (run index) and per template."""
-    from gui_jax.jobs.paired_checkpoints import paired_against_first
     outcomes, stages = pooled_outcomes(arms)
     names = list(outcomes)
 
@@ -127,7 +128,6 @@ def compare(arms, *, test: str = "mcnemar") -> dict:
 
 
 def _rows(label: str, block: dict, first: str) -> list:
-    from gui_jax.jobs.paired_checkpoints import row_cells
     return [f"| {label} | {name} |" + row_cells(s, block["paired_vs_first"].get(f"{name} vs {first}"),
                                                 first=name == first)
             for name, s in block["arms"].items()]
@@ -169,7 +169,6 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from gui_jax.jobs.paired_checkpoints import write_report
     write_report(a.out, report, markdown(report))
     return 0
 
