@@ -27,6 +27,7 @@ import sys
 VIEWS = ("steps", "online")
 LABELS = ("success", "wrong_app", "unparsable", "stops_early", "wrong_step")
 EXAMPLES_PER_CELL = 3
+SCREEN_CHARS = 300  # of an example's screen texts kept in the report
 GENERATE_CHUNK = 64
 
 
@@ -54,12 +55,12 @@ def lands_in(action, obs, bbox, expert=None) -> bool:
     return bbox is not None and bbox[0] <= p[0] <= bbox[2] and bbox[1] <= p[1] <= bbox[3]
 
 
-def first_error(trace, ep) -> str:
-    """The label of a failed episode from its trace [(observation, action or None if unparsable)] against
-    the expert episode of the same task (see the module docstring)."""
+def first_error(trace, ep) -> tuple:
+    """(label, step) of a failed episode from its trace [(observation, action or None if unparsable)] against
+    the expert episode of the same task (see the module docstring); step is the trace index labelled."""
     for t, (obs, action) in enumerate(trace):
         if action is None:
-            return "unparsable"
+            return "unparsable", t
         want = ep.actions[t] if t < len(ep.actions) else None
         same = want is not None and action.type == want.type and (
             lands_in(action, obs, ep.target_bboxes[t], want) if want.type in ("click", "long_press")
@@ -68,11 +69,23 @@ def first_error(trace, ep) -> str:
         if same:
             continue
         if t == 0:
-            return "wrong_app"
+            return "wrong_app", t
         if action.type == "terminate" and t < len(ep.actions) - 1:
-            return "stops_early"
-        return "wrong_step"
-    return "wrong_step"  # followed the expert throughout and still failed (e.g. ran out of steps)
+            return "stops_early", t
+        return "wrong_step", t
+    # followed the expert throughout and still failed (e.g. ran out of steps): labelled at the step after
+    return "wrong_step", len(trace)
+
+
+def error_example(trace, ep, step: int) -> dict:
+    """What the policy did at its first differing step: {goal, step, expert, policy, screen} (actions as
+    `Action.__str__`, "unparsable" / "none" where there is no action; screen: the texts on it, top first)."""
+    obs, action = trace[step] if step < len(trace) else (None, None)
+    want = ep.actions[step] if step < len(ep.actions) else None
+    texts = [] if obs is None else [e.text for e in obs.ui_elements if e.text]
+    return {"goal": ep.goal, "step": step, "expert": "none" if want is None else str(want.replace(action_desc=None)),
+            "policy": "none" if step >= len(trace) else ("unparsable" if action is None else str(action)),
+            "screen": " | ".join(texts)[:SCREEN_CHARS]}
 
 
 def count_labels(labelled) -> dict:
@@ -85,15 +98,24 @@ def count_labels(labelled) -> dict:
 
 
 def online_view(agent, tasks, test_eps, pcfg, config) -> dict:
-    """Greedy rollouts of every held-out task, each labelled success or by its first error."""
+    """Greedy rollouts of every held-out task, each labelled success or by its first error, with up to
+    EXAMPLES_PER_CELL examples (`error_example`) per (template, label)."""
     from gui_jax.eval.online_success import run_online_episodes
     expert = {ep.goal: ep for ep in test_eps}  # a task's expert episode shares its goal
     recs = run_online_episodes(agent.policy, tasks, pcfg, trials=1, temperature=0.0,
                                resolution=tuple(config.data.resolution), max_steps=config.eval.max_steps,
                                keep_trace=True)
-    labelled = [(task.template, "success" if r["success"] else first_error(r["trace"], expert[task.goal]))
-                for task, r in zip(tasks, recs)]
-    return {"tasks": len(recs), **count_labels(labelled)}
+    labelled, examples = [], collections.defaultdict(list)
+    for task, r in zip(tasks, recs):
+        if r["success"]:
+            labelled.append((task.template, "success"))
+            continue
+        label, step = first_error(r["trace"], expert[task.goal])
+        labelled.append((task.template, label))
+        cell = examples[f"{task.template} {label}"]
+        if len(cell) < EXAMPLES_PER_CELL:
+            cell.append(error_example(r["trace"], expert[task.goal], step))
+    return {"tasks": len(recs), **count_labels(labelled), "examples": dict(sorted(examples.items()))}
 
 
 # ------------------------------------------------------------------------------------------ step matches
@@ -148,6 +170,12 @@ def markdown(report: dict) -> str:
         for name, counts in [*o["by_template"].items(), ("all", o["all"])]:
             lines.append(f"| {name} | " + " | ".join(str(counts.get(label, 0)) for label in head) + " |")
         lines.append("")
+        if o.get("examples"):
+            lines += ["First differing steps, up to 3 per template and label (step: expert -> policy; the screen's "
+                      "texts):", ""]
+            lines += [f"- {cell} step {e['step']}: {e['goal']!r}: {e['expert']} -> {e['policy']}; screen: {e['screen']}"
+                      for cell, found in o["examples"].items() for e in found]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -23,20 +23,33 @@ def _expert():
                    template="music.play")
 
 
-@pytest.mark.parametrize("steps,label", [
-    ([Action("open", text="Clock")], "wrong_app"),
-    ([Action("open", text="Music"), None], "unparsable"),
-    ([Action("open", text="Music"), Action("terminate", status="success")], "stops_early"),
-    ([Action("open", text="Music"), Action("click", element=3)], "wrong_step"),
-    ([Action("open", text="Music"), Action("click", x=100.0, y=225.0)], "wrong_step"),
+@pytest.mark.parametrize("steps,label,at", [
+    ([Action("open", text="Clock")], "wrong_app", 0),
+    ([Action("open", text="Music"), None], "unparsable", 1),
+    ([Action("open", text="Music"), Action("terminate", status="success")], "stops_early", 1),
+    ([Action("open", text="Music"), Action("click", element=3)], "wrong_step", 1),
+    ([Action("open", text="Music"), Action("click", x=100.0, y=225.0)], "wrong_step", 1),
     # the row's label (element 2) and a point inside the row are the expert's click; the answer differs later
-    ([Action("open", text="Music"), Action("click", element=2), Action("answer", text="x")], "wrong_step"),
+    ([Action("open", text="Music"), Action("click", element=2), Action("answer", text="x")], "wrong_step", 2),
+    # the expert's steps throughout and still a failure: labelled at the step after the trace
     ([Action("open", text="Music"), Action("click", x=150.0, y=120.0), Action("terminate", status="success")],
-     "wrong_step"),
+     "wrong_step", 3),
 ])
-def test_first_error_labels(steps, label):
+def test_first_error_labels(steps, label, at):
     trace = [(_obs(), a) for a in steps]
-    assert fr.first_error(trace, _expert()) == label
+    assert fr.first_error(trace, _expert()) == (label, at)
+
+
+def test_error_example_names_the_step_both_actions_and_the_screen():
+    ep = _expert()
+    obs = _obs()
+    obs.ui_elements[1].text = "Bema"
+    trace = [(obs, Action("open", text="Music")), (obs, Action("click", element=3))]
+    assert fr.error_example(trace, ep, 1) == {"goal": "Play Bema", "step": 1, "expert": "click(element=1)",
+                                              "policy": "click(element=3)", "screen": "Bema"}
+    assert fr.error_example([(obs, None)], ep, 0)["policy"] == "unparsable"
+    past = fr.error_example(trace + [(obs, Action("terminate", status="success"))], ep, 3)
+    assert (past["expert"], past["policy"], past["screen"]) == ("none", "none", "")
 
 
 def test_expert_descriptions_do_not_count_as_a_difference():
@@ -46,7 +59,7 @@ def test_expert_descriptions_do_not_count_as_a_difference():
                  [a.replace(action_desc=f"step {i}") for i, a in enumerate(ep.actions)], target_bboxes=ep.target_bboxes,
                  template=ep.template)
     trace = [(_obs(), Action("open", text="Music")), (_obs(), Action("click", element=3))]
-    assert fr.first_error(trace, ep) == "wrong_step"
+    assert fr.first_error(trace, ep) == ("wrong_step", 1)
 
 
 def test_lands_in_by_element_centre_or_point():
@@ -70,8 +83,11 @@ def test_counts_per_template_and_step():
     rows = fr.count_steps(judged)
     assert [(r["step"], r["type"], r["right"], r["total"], len(r["wrong"])) for r in rows] == \
         [(0, "open", 1, 1, 0), (1, "click", 1, 6, fr.EXAMPLES_PER_CELL)]
+    example = {"goal": "Play Bema", "step": 1, "expert": "click(element=1)", "policy": "click(element=3)",
+               "screen": "Bema | Quiet"}
     md = fr.markdown({"command": "c", "checkpoint": "/ck", "steps": rows,
-                      "online": {"tasks": 5, **counts}})
+                      "online": {"tasks": 5, **counts, "examples": {"music.play wrong_step": [example]}}})
+    assert "- music.play wrong_step step 1: 'Play Bema': click(element=1) -> click(element=3); screen: Bema | Quiet" in md
     assert "| music.play | 1 | click | 1 / 6 |" in md
     assert "| success | wrong_app | wrong_step |" in md and "| all | 1 | 1 | 3 |" in md
     assert "| clock.alarm_toggle | 0 | 1 | 1 |" in md
