@@ -58,12 +58,15 @@ def lands_in(action, obs, bbox, expert=None) -> bool:
 def first_error(trace, ep) -> tuple:
     """(label, step) of a failed episode from its trace [(observation, action or None if unparsable)] against
     the expert episode of the same task (see the module docstring); step is the trace index labelled."""
+    from gui_jax.core.matcher import text_match
     for t, (obs, action) in enumerate(trace):
         if action is None:
             return "unparsable", t
         want = ep.actions[t] if t < len(ep.actions) else None
         same = want is not None and action.type == want.type and (
             lands_in(action, obs, ep.target_bboxes[t], want) if want.type in ("click", "long_press")
+            # an answer is read stripped and case-blind (prompt.answer_spaced writes " v" for the expert's "v")
+            else text_match(action.text, want.text, rule="exact") if want.type == "answer"
             # expert steps carry a description (`action_desc`) that a policy's parsed action never has
             else action.replace(action_desc=None) == want.replace(action_desc=None))
         if same:

@@ -52,6 +52,17 @@ def test_error_example_names_the_step_both_actions_and_the_screen():
     assert (past["expert"], past["policy"], past["screen"]) == ("none", "none", "")
 
 
+def test_an_answer_with_a_leading_space_or_other_case_is_the_experts():
+    # prompt.answer_spaced: the policy writes " Bema" for the expert's "Bema"; readers strip and ignore case
+    acts = [Action("open", text="Music"), Action("answer", text="Bema"), Action("terminate", status="success")]
+    ep = Episode("music.artist#1", "Who sings?", [_obs() for _ in acts], acts, target_bboxes=[None] * 3,
+                 template="music.artist")
+    spaced = [(_obs(), Action("open", text="Music")), (_obs(), Action("answer", text=" bema")),
+              (_obs(), Action("answer", text=" Bema"))]
+    assert fr.first_error(spaced, ep) == ("wrong_step", 2)
+    assert fr.first_error(spaced[:1] + [(_obs(), Action("answer", text=" Bem"))], ep) == ("wrong_step", 1)
+
+
 def test_expert_descriptions_do_not_count_as_a_difference():
     # PhoneSim's expert steps carry an action_desc; the policy's parsed actions never do
     ep = _expert()
