@@ -100,24 +100,34 @@ def count_labels(labelled) -> dict:
     return {"all": dict(total), "by_template": {k: dict(v) for k, v in sorted(by_template.items())}}
 
 
+def experts_of(tasks, test_eps) -> list:
+    """Each task's expert episode, by task id (`template#seed`; goals repeat within a template, e.g. "What is
+    the model number of this phone?")."""
+    by_id = {ep.episode_id: ep for ep in test_eps}
+    missing = [t.task_id for t in tasks if t.task_id not in by_id]
+    if missing:
+        raise ValueError(f"no expert episode for {len(missing)} held-out task(s), e.g. {missing[0]!r}")
+    return [by_id[t.task_id] for t in tasks]
+
+
 def online_view(agent, tasks, test_eps, pcfg, config) -> dict:
     """Greedy rollouts of every held-out task, each labelled success or by its first error, with up to
     EXAMPLES_PER_CELL examples (`error_example`) per (template, label)."""
     from gui_jax.eval.online_success import run_online_episodes
-    expert = {ep.goal: ep for ep in test_eps}  # a task's expert episode shares its goal
+    expert = experts_of(tasks, test_eps)
     recs = run_online_episodes(agent.policy, tasks, pcfg, trials=1, temperature=0.0,
                                resolution=tuple(config.data.resolution), max_steps=config.eval.max_steps,
                                keep_trace=True)
     labelled, examples = [], collections.defaultdict(list)
-    for task, r in zip(tasks, recs):
+    for task, ep, r in zip(tasks, expert, recs):
         if r["success"]:
             labelled.append((task.template, "success"))
             continue
-        label, step = first_error(r["trace"], expert[task.goal])
+        label, step = first_error(r["trace"], ep)
         labelled.append((task.template, label))
         cell = examples[f"{task.template} {label}"]
         if len(cell) < EXAMPLES_PER_CELL:
-            cell.append(error_example(r["trace"], expert[task.goal], step))
+            cell.append(error_example(r["trace"], ep, step))
     return {"tasks": len(recs), **count_labels(labelled), "examples": dict(sorted(examples.items()))}
 
 

@@ -63,6 +63,18 @@ def test_an_answer_with_a_leading_space_or_other_case_is_the_experts():
     assert fr.first_error(spaced[:1] + [(_obs(), Action("answer", text=" Bem"))], ep) == ("wrong_step", 1)
 
 
+def test_experts_pair_by_task_id_where_goals_repeat():
+    from gui_jax.envs.sim.phonesim import Task
+    acts = [Action("open", text="Settings")]
+    eps = [Episode(f"settings.model_answer#{s}", "What is the model number of this phone?", [_obs()], acts,
+                   target_bboxes=[None], template="settings.model_answer") for s in (7, 3)]
+    tasks = [Task("settings.model_answer", s, eps[0].goal, "Settings", ("Settings",), "easy", 0.0, 3, True)
+             for s in (3, 7)]
+    assert [e.episode_id for e in fr.experts_of(tasks, eps)] == ["settings.model_answer#3", "settings.model_answer#7"]
+    with pytest.raises(ValueError, match="settings.model_answer#3"):
+        fr.experts_of(tasks, eps[:1])
+
+
 def test_expert_descriptions_do_not_count_as_a_difference():
     # PhoneSim's expert steps carry an action_desc; the policy's parsed actions never do
     ep = _expert()
