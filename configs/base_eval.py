@@ -42,6 +42,9 @@ def get_config():
         "app_pages": 0.0,
         "seed": 0,          # item seed; the pretrain job's own reading eval uses seed + 7919 (other items)
         "phonesim": True,   # also score clicks on the held-out PhoneSim screens
+        # also score the answer-or-stop decision (phonesim_stop): every held-out step after the first, prompted
+        # with the expert's earlier steps as the quickstart agent is; a hit stops exactly where the expert does
+        "stops": False,
         # an earlier run's results.json (or its folder) on the same settings: each part paired item by item with
         # it (lost, gained, exact McNemar p) in results.json's "paired" and the table's notes
         "compare_to": "",

@@ -17,6 +17,9 @@ through `agent.policy.generate`, `model.max_new_tokens` new tokens):
              clicks the goal does not name ("About phone" for the model number); it has a row and a pairing.
              Row phonesim_answer: every expert answer step (the value the goal asks for, on the screen
              the agent reads it from); a hit when the response answers it (`normalize_answer` equal).
+             Row phonesim_stop (`base_eval.stops`): every step after the first, prompted with the expert's
+             earlier steps ("Earlier steps:", as the quickstart agent sees them); a hit when the response
+             stops (terminate) exactly where the expert does, with the stopping and the going-on steps as subsets.
 Items with a target element (tap, home, toggle) also report where the misses went (`breakdown`: a row whose
 label shares a word with the target's, another row, an index the screen does not show, another action, unparsable)
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
@@ -50,10 +53,17 @@ from gui_jax.jobs.base_eval_misses import (TAP_BUCKETS, answer_text, answers_val
 PHONESIM = "phonesim_click"   # the PhoneSim part's row name in results.json and the table
 PHONESIM_OPEN = "phonesim_open"   # its first steps that open an app (goal -> app on the home screen)
 PHONESIM_ANSWER = "phonesim_answer"   # its answer steps (the value the goal asks for, read off the screen)
+PHONESIM_STOP = "phonesim_stop"   # its later steps with history: stop (terminate) exactly where the expert does
 # kind -> (row name, what its items are, whether a parsed response hits an item)
 PHONESIM_PARTS = {"click": (PHONESIM, "clicks", lambda a, it: clicks_element(a, it["element"])),
                   "open": (PHONESIM_OPEN, "first steps (open an app)", lambda a, it: opens_app(a, it["app"])),
-                  "answer": (PHONESIM_ANSWER, "answers", lambda a, it: answers_value(a, it["answer"]))}
+                  "answer": (PHONESIM_ANSWER, "answers", lambda a, it: answers_value(a, it["answer"])),
+                  "stop": (PHONESIM_STOP, "later steps (stop or go on, expert history)",
+                           lambda a, it: a is not None and (a.type == "terminate") == it["stop"])}
+# a part's item subsets with a row and a pairing of their own: key -> (row label, what the subset leaves out)
+SUBSETS = {"named": ("the goal names the element", "clicks on an element the goal does not name left out"),
+           "stops": ("the expert stops", "steps where the expert goes on left out"),
+           "goes_on": ("the expert goes on", "steps where the expert stops left out")}
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -90,8 +100,11 @@ def settings(config) -> dict:
     if layout and not (set(objectives) & {"tap", "read"}):
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
+    if b.get("stops", False) and not b.phonesim:
+        raise RunError("config.base_eval.stops = True scores PhoneSim's held-out steps: it needs phonesim=True")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": p, "app_pages": app_pages,
-            "seed": int(b.seed), "phonesim": bool(b.phonesim), "compare_to": str(b.get("compare_to", "")),
+            "seed": int(b.seed), "phonesim": bool(b.phonesim), "stops": bool(b.get("stops", False)),
+            "compare_to": str(b.get("compare_to", "")),
             "pointer_layout": layout, "attention_items": min(attention_items, n)}
 
 
@@ -189,6 +202,24 @@ def phonesim_answer_items(episodes, pcfg) -> list[dict]:
     return items
 
 
+def phonesim_stop_items(episodes, pcfg) -> list[dict]:
+    """One item per expert step after the first of the held-out episodes, prompted with the expert's earlier
+    steps as the quickstart agent sees them: whether the expert stops there (terminate) and its response."""
+    from gui_jax.rl.prompting import build_messages, expert_response, shown_elements
+    from gui_jax.rl.semi_online_rollout import expert_element
+    from gui_jax.train.sft import expert_history
+    items = []
+    for ep in episodes:
+        for t in range(1, len(ep.actions)):
+            obs = ep.observations[t]
+            items.append({"prompt": build_messages(ep.goal, expert_history(ep, t, pcfg), obs, pcfg),
+                          "stop": ep.actions[t].type == "terminate",
+                          "target": expert_response(ep.actions[t], obs, pcfg, element=expert_element(ep, t)),
+                          "template": ep.template, "episode_id": ep.episode_id, "step": t,
+                          "n_lines": len(shown_elements(obs, pcfg)), "shown": True, "dialect": pcfg.dialect})
+    return items
+
+
 # ------------------------------------------------------------------------------------------ scoring
 
 def too_long(policy, targets: Sequence[str], max_new_tokens: int, label: str) -> Optional[int]:
@@ -268,9 +299,10 @@ def paired_against(results: dict, earlier: dict) -> dict:
     for name, r in results["objectives"].items():
         old = earlier["objectives"][name]
         out[name] = {"before": old["accuracy"], "after": r["accuracy"], **pair(old, r, "1" * len(r["hits"]))}
-        if "named" in r and "named" in old:   # same items, so the same mask
-            out[f"{name}: named"] = {"before": old["named"]["accuracy"], "after": r["named"]["accuracy"],
-                                     **pair(old, r, r["named"]["mask"])}
+        for key in SUBSETS:
+            if key in r and key in old:   # same items, so the same mask
+                out[f"{name}: {key}"] = {"before": old[key]["accuracy"], "after": r[key]["accuracy"],
+                                         **pair(old, r, r[key]["mask"])}
     return out
 
 
@@ -342,11 +374,15 @@ def score_phonesim(policy, items: list[dict], *, max_new_tokens: int, seed: int,
         row = per_template.setdefault(it["template"], {"n": 0, "successes": 0, "malformed": 0})
         row["n"], row["successes"], row["malformed"] = row["n"] + 1, row["successes"] + int(h), row["malformed"] + b
     lines = [it["n_lines"] for it in items] or [0]
-    extra = {}
+    masks = {}
     if kind == "click":   # the issue's measure: clicks on an element the goal names (not a navigation step)
-        named = [h for it, h in zip(items, hits) if it["named"]]
-        extra["named"] = {k: v for k, v in summary(named).items() if k != "hits"}
-        extra["named"]["mask"] = "".join("1" if it["named"] else "0" for it in items)
+        masks["named"] = [it["named"] for it in items]
+    if kind == "stop":
+        masks["stops"], masks["goes_on"] = [it["stop"] for it in items], [not it["stop"] for it in items]
+    extra = {}
+    for key, mask in masks.items():
+        extra[key] = {k: v for k, v in summary([h for h, m in zip(hits, mask) if m]).items() if k != "hits"}
+        extra[key]["mask"] = "".join("1" if m else "0" for m in mask)
     return summary(hits, part="phonesim", kind=kind, malformed=sum(bad), templates=list(templates), **extra,
                    items=items_digest([it["prompt"] for it in items], [it["target"] for it in items]),
                    episodes=episodes,
@@ -451,10 +487,11 @@ def format_table(results: dict) -> str:
                        f"{r['targets_not_shown']} targets cut from the prompt")
         rows.append(f"| {name} | {r['accuracy']:.3f} | {r['successes']}/{r['n']} | {r['malformed']} | "
                     f"[{lo:.3f}, {hi:.3f}] | {screens} |")
-        if "named" in r:
-            m, (a, b) = r["named"], r["named"]["wilson95"]
-            rows.append(f"| {name}: the goal names the element | {m['accuracy']:.3f} | {m['successes']}/{m['n']} | "
-                        f"| [{a:.3f}, {b:.3f}] | {r['n'] - m['n']} clicks on an element the goal does not name left out |")
+        for key, (label, left_out) in SUBSETS.items():
+            if key in r:
+                m, (a, b) = r[key], r[key]["wilson95"]
+                rows.append(f"| {name}: {label} | {m['accuracy']:.3f} | {m['successes']}/{m['n']} | "
+                            f"| [{a:.3f}, {b:.3f}] | {r['n'] - m['n']} {left_out} |")
         for template, t in sorted(r.get("per_template", {}).items()):
             rows.append(f"| {name}: {template} | {t['successes'] / t['n']:.3f} | {t['successes']}/{t['n']} | "
                         f"{t['malformed']} | | |")
@@ -505,18 +542,20 @@ def run(config, workdir: str) -> None:
     os.makedirs(workdir, exist_ok=True)
     t0 = time.time()
     reading = reading_items(s, pcfg)   # cheap; before the episodes and the model, so a bad setting stops early
-    test_tasks, test_eps, clicks, opens, answers = [], [], [], [], []
+    test_tasks, test_eps, clicks, opens, answers, stops = [], [], [], [], [], []
     if s["phonesim"]:
         _, test_tasks, _, test_eps = common.prepare(config, workdir, sides=("test",))
         clicks, opens = phonesim_items(test_eps, pcfg, test_tasks), phonesim_open_items(test_eps, pcfg)
         answers = phonesim_answer_items(test_eps, pcfg)
+        stops = phonesim_stop_items(test_eps, pcfg) if s["stops"] else []
         if not (clicks or opens or answers):
             raise RunError("base_eval: the held-out episodes have no expert click, app opening or answer to score "
                            "(data.templates / data.num_test_episodes)")
     if earlier is not None:   # before the model: pairing needs the earlier run's very items
         digests = {o: items_digest([it["messages"] for it in its], [it["target"] for it in its])
                    for o, its in reading.items()}
-        for name, its in ((PHONESIM, clicks), (PHONESIM_OPEN, opens), (PHONESIM_ANSWER, answers)):
+        for name, its in ((PHONESIM, clicks), (PHONESIM_OPEN, opens), (PHONESIM_ANSWER, answers),
+                          (PHONESIM_STOP, stops)):
             if its:
                 digests[name] = items_digest([it["prompt"] for it in its], [it["target"] for it in its])
         check_pairable(digests, earlier, s["compare_to"])
@@ -539,6 +578,10 @@ def run(config, workdir: str) -> None:
         objectives[PHONESIM_ANSWER] = score_phonesim(agent.policy, answers, max_new_tokens=max_new,
                                                      seed=int(config.seed), templates=templates,
                                                      episodes=len(test_eps), kind="answer", responses=responses)
+    if stops:   # base_eval.stops: the answer-or-stop decision with the expert history
+        objectives[PHONESIM_STOP] = score_phonesim(agent.policy, stops, max_new_tokens=max_new,
+                                                   seed=int(config.seed), templates=templates,
+                                                   episodes=len(test_eps), kind="stop", responses=responses)
     results = {"model": source, "max_new_tokens": max_new, "temperature": 0.0, "settings": s,
                "objectives": objectives, "seconds": time.time() - t0}
     if s["pointer_layout"]:

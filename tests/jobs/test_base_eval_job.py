@@ -229,6 +229,50 @@ def test_answer_steps_are_scored_by_the_value_they_state(tmp_path, monkeypatch):
     assert not base_eval_misses.answers_value(Action("click", element=3), "3")
 
 
+def test_the_stop_decision_is_scored_with_the_expert_history(tmp_path, monkeypatch):
+    """base_eval.stops: every step after the first, prompted with the expert's earlier steps, a hit when the
+    response stops (terminate) exactly where the expert does; the stopping and going-on steps are subsets."""
+    from gui_jax.train.sft import expert_history
+    config = tiny_config(untrained=True)
+    config.data.templates, config.base_eval.objectives, config.base_eval.stops = ("music.artist",), (), True
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    _, _, _, eps = common.prepare(config, str(tmp_path), sides=("test",))
+    assert [[a.type for a in ep.actions] for ep in eps] == [["open", "answer", "terminate"]] * 2
+    table = {}
+    for ep in eps:   # the no-history parts (open, answer): the expert's own responses
+        for t in (0, 1):
+            table[_key(build_messages(ep.goal, [], ep.observations[t], pcfg)[0])] = format_response(
+                ep.actions[t], pcfg.dialect)
+    stop, answer = Action("terminate", status="success"), Action("answer", text="x")
+    said = {(0, 1): answer, (0, 2): stop, (1, 1): stop, (1, 2): answer}   # episode 1: stops early, then answers
+    for (e, t), action in said.items():
+        ep = eps[e]
+        table[_key(build_messages(ep.goal, expert_history(ep, t, pcfg), ep.observations[t], pcfg)[0])] = \
+            format_response(action, pcfg.dialect)
+    policy = LookupPolicy(table)
+    source = {"kind": "untrained", "path": None, "step": None, "preset": "stub", "seed": 0}
+    monkeypatch.setattr(base_eval, "load_agent", lambda config, tasks: (SimpleNamespace(policy=policy), source))
+    base_eval.run(config, str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["objectives"]) == [base_eval.PHONESIM_OPEN, base_eval.PHONESIM_ANSWER, base_eval.PHONESIM_STOP]
+    _expected(results, base_eval.PHONESIM_STOP, 2, 4)
+    r = results["objectives"][base_eval.PHONESIM_STOP]
+    assert r["hits"] == "1100"
+    assert (r["stops"]["mask"], r["stops"]["successes"], r["stops"]["n"]) == ("0101", 1, 2)
+    assert (r["goes_on"]["mask"], r["goes_on"]["successes"], r["goes_on"]["n"]) == ("1010", 1, 2)
+    md = (tmp_path / "base_eval.md").read_text()
+    assert f"| {base_eval.PHONESIM_STOP}: the expert stops | 0.500 | 1/2 | | " in md
+    assert "2 steps where the expert goes on left out |" in md
+    # paired with itself: each subset has its own pairing, nothing lost or gained
+    paired = base_eval.paired_against(results, results)
+    assert {k for k in paired if k.startswith(base_eval.PHONESIM_STOP)} == {
+        base_eval.PHONESIM_STOP, f"{base_eval.PHONESIM_STOP}: stops", f"{base_eval.PHONESIM_STOP}: goes_on"}
+    assert all((p["lost"], p["gained"]) == (0, 0) for p in paired.values())
+    config.base_eval.phonesim, config.base_eval.objectives = False, ("tap",)
+    with pytest.raises(RunError, match="stops = True"):
+        base_eval.settings(config)
+
+
 def test_tiny_random_model_end_to_end(tmp_path, capsys):
     """The real job on the untrained tiny model: every objective, n as asked, accuracy = successes / n."""
     base_eval.run(tiny_config(untrained=True), str(tmp_path))
