@@ -44,6 +44,7 @@ from gui_jax.train.attention_pointers import head_log_attention
 
 # Structural tokens (ids below the ordinary words; meaning is given by use only).
 LB, RB, SEMI, NL, GOAL, ANSWER = 3, 4, 5, 6, 7, 8
+STOP, EARLIER = 9, 64   # done_share: the answer "the goal is already done", and the history marker
 INDEX_BASE = 10      # element index k is token INDEX_BASE + k
 FLAG_TOKENS = (60, 64)
 ORDERS = ("index_first", "index_last", "adjacent")
@@ -110,6 +111,11 @@ class LookupProbeConfig:
                                        # at each label token, unembedded over the 50 index tokens, against its
                                        # line's index: the copy circuit's first half is learnt directly instead
                                        # of only through the second (which left a long plateau)
+  done_share: float = 0.0              # > 0: each screen is preceded by its first goal and that goal's earlier step,
+                                       # "Goal w… Earlier [k]" (the agent's history before the UI); with this
+                                       # probability the step already clicked the goal's line k and the first
+                                       # goal's answer is STOP: the answer-or-stop step (ignoring the history
+                                       # caps the first goal's accuracy at max(share, 1 - share))
   advance_at: float = 0.0              # > 0: a curriculum stage ends as soon as the mean train accuracy of its
                                        # last 100 steps reaches this (its steps become a maximum), so the
                                        # screens grow only after the look-up has formed on the smaller ones
@@ -144,6 +150,8 @@ class LookupProbeConfig:
                        f"> 0 and model='tiny' (its targets are the pointers' index tokens)")
     if not self.rope_theta > 1.0:
       raise ValueError(f"rope_theta must be > 1 (the RoPE base), got {self.rope_theta}")
+    if not 0.0 <= self.done_share <= 1.0:
+      raise ValueError(f"done_share must be in [0, 1], got {self.done_share}")
     if not 0.0 <= self.advance_at <= 1.0:
       raise ValueError(f"advance_at must be in [0, 1], got {self.advance_at}")
     if not 0.0 <= self.final_lr_fraction <= 1.0:
@@ -261,11 +269,18 @@ def screen_row(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool,
       tokens += [SEMI, *key, INDEX_BASE + k, NL]
   screen_len = len(tokens)
   answer = [0] * screen_len
-  for j in rng.choice(cfg.lines, queries, replace=False):
+  goals = rng.choice(cfg.lines, queries, replace=False)
+  done = cfg.done_share > 0 and rng.random() < cfg.done_share   # no draw at 0: streams unchanged
+  for q, j in enumerate(goals):
     mid = [] if cfg.order == "adjacent" or not cfg.answer_token else [ANSWER]
-    tokens += [GOAL, *keys[j], *mid, INDEX_BASE + index[j], NL]
+    tokens += [GOAL, *keys[j], *mid, STOP if done and q == 0 else INDEX_BASE + index[j], NL]
     answer += [0] * (1 + len(keys[j]) + len(mid)) + [1, 0]
-  return tokens, answer, [1] * screen_len + [0] * (len(tokens) - screen_len)
+  screen = [1] * screen_len + [0] * (len(tokens) - screen_len)
+  if cfg.done_share > 0:   # the first goal and its history before the screen
+    j = goals[0]
+    prefix = [GOAL, *keys[j], EARLIER, *([INDEX_BASE + index[j]] if done else []), NL]
+    tokens, answer, screen = prefix + tokens, [0] * len(prefix) + answer, [0] * len(prefix) + screen
+  return tokens, answer, screen
 
 
 def lookup_batch(rng: np.random.Generator, cfg: LookupProbeConfig, held_out: bool, batch: int,
@@ -299,16 +314,16 @@ def pointer_targets(ids: np.ndarray, answer: np.ndarray, screen: np.ndarray):
         start_pos[r, t] = start
       elif ids[r, t] < FLAG_TOKENS[0] or ids[r, t] >= FLAG_TOKENS[1]:   # flags sit inside a line's label part
         start = None
-    n = int(screen[r].sum())
     last_label, index_at = {}, 0
-    for t in range(n):
+    for t in np.nonzero(screen[r])[0]:       # done_share: a history prefix may come before the screen
       if ids[r, t] == LB:
         index_at = t + 1
       elif ids[r, t] >= 100:                  # a label (word or piece) token
         index_pos[r, t], label[r, t] = index_at, 1.0
         last_label[int(ids[r, index_at])] = t
     for t in np.nonzero(answer[r])[0]:
-      match_pos[r, t] = last_label[int(ids[r, t])]
+      if ids[r, t] != STOP:                   # STOP points nowhere (its pointer loss is masked)
+        match_pos[r, t] = last_label[int(ids[r, t])]
   return index_pos, label, match_pos, start_pos
 
 
@@ -463,8 +478,9 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
     if cfg.pointer_weight:   # label tokens -> their index (layer 0); answer predictors -> the matched label
       first = -jnp.take_along_axis(heads[0], index_pos[..., None], -1)[..., 0]
       last = -jnp.take_along_axis(heads[1][:, :-1], match_pos[:, 1:, None], -1)[..., 0]
+      matched = answer[:, 1:] * (ids[:, 1:] != STOP)       # a STOP answer matches no line
       loss = loss + cfg.pointer_weight * ((first * label).sum() / jnp.maximum(label.sum(), 1.0)
-                                          + (last * answer[:, 1:]).sum() / answer[:, 1:].sum())
+                                          + (last * matched).sum() / jnp.maximum(matched.sum(), 1.0))
       if cfg.pointer_label_start:
         in_label = (ids >= 100).astype(jnp.float32)
         if cfg.pointer_label_bag:      # uniform over the label's tokens start..t

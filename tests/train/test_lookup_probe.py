@@ -247,3 +247,43 @@ def test_rope_base_reaches_both_models_and_matches_the_text_mrope(theta):
     assert float(jnp.abs(hidden(theta) - hidden(theta * 3)).max()) > 1e-3    # the base reaches the model
     with pytest.raises(ValueError, match="rope_theta must be > 1"):
         LookupProbeConfig(rope_theta=1.0)
+
+
+def test_done_share_puts_the_first_goal_and_its_history_before_the_screen():
+    from gui_jax.train.lookup_probe import EARLIER, LB, STOP, pointer_targets
+    cfg = LookupProbeConfig(lines=6, queries=3, key_words=2, order="index_first", shuffle_ids=True,
+                            answer_token=False, done_share=0.5)
+    rng, kinds = np.random.default_rng(7), set()
+    for _ in range(30):
+        tokens, answer, screen = screen_row(rng, cfg, False, cfg.queries)
+        start = screen.index(1)
+        prefix, answers = tokens[:start], [i for i, a in enumerate(answer) if a]
+        assert prefix[0] == GOAL and prefix[-1] == NL and EARLIER in prefix and not any(answer[:start])
+        history = prefix[prefix.index(EARLIER) + 1:-1]       # [] (go on) or [the first goal's line index]
+        goal_words = [t for t in prefix if t >= 100]
+        first_goal = [t for t in tokens[max(i for i in range(answers[0]) if tokens[i] == GOAL):answers[0]] if t >= 100]
+        assert goal_words == first_goal                      # the history's goal is the first goal
+        lines = _lines(tokens, screen)
+        line = next(ln for ln in lines if [t for t in ln if t >= 100] == goal_words)
+        if history:
+            assert history == [line[1]] and tokens[answers[0]] == STOP    # done: the step clicked that line
+        else:
+            assert tokens[answers[0]] == line[1]             # go on: the line's index, as without a history
+        assert all(tokens[a] != STOP for a in answers[1:])
+        kinds.add(bool(history))
+    assert kinds == {True, False}
+    ids, answer, screen = lookup_batch(np.random.default_rng(2), dataclasses.replace(cfg, done_share=1.0), False, 4, 3)
+    index_pos, label, match_pos, _ = pointer_targets(ids, answer, screen)
+    for r in range(4):
+        assert label[r].sum() == 6 * 2 and (label[r] <= screen[r]).all()   # the prefix's goal words are no line
+        for t in np.nonzero(label[r])[0]:
+            assert index_pos[r, t] == max(i for i in range(t) if ids[r, i] == LB) + 1
+        stops = [t for t in np.nonzero(answer[r])[0] if ids[r, t] == STOP]
+        assert len(stops) == 1 and match_pos[r, stops[0]] == 0
+    # no draw at 0: the default stream is unchanged by the field
+    a = screen_row(np.random.default_rng(4), dataclasses.replace(cfg, done_share=0.0), False, 3)
+    b = screen_row(np.random.default_rng(4), LookupProbeConfig(lines=6, queries=3, key_words=2, order="index_first",
+                                                               shuffle_ids=True, answer_token=False), False, 3)
+    assert a == b
+    with pytest.raises(ValueError, match="done_share"):
+        LookupProbeConfig(done_share=1.5)
