@@ -34,7 +34,7 @@ def run(config, workdir: str) -> None:
     logger = MetricsLogger(workdir)
 
     def write(point: dict) -> None:  # live: TensorBoard and metrics.jsonl follow the run
-        keys = ("loss", "train_acc", "held_out_acc", "stage_held_out_acc", "lines")
+        keys = ("loss", "train_acc", "held_out_acc", "stage_held_out_acc", "held_out_stop_acc", "lines")
         logger.write(point["step"], {k: point[k] for k in keys if k in point}, prefix="probe")
 
     # resumable: rerunning the same command continues from the last snapshot (kill -9 included)

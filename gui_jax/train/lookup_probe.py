@@ -451,7 +451,8 @@ def _load_state(path: str, cfg: LookupProbeConfig) -> dict | None:
 
 def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path: str | None = None) -> dict:
   """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, key_words, loss, train_acc,
-  held_out_acc, [stage_held_out_acc,] seconds}]}. held_out_acc: greedy accuracy of the first goal's answer on
+  held_out_acc, [stage_held_out_acc,] [held_out_stop_acc,] seconds}]}. held_out_stop_acc (done_share > 0): how
+  often the first goal's answer is STOP exactly where it should be. held_out_acc: greedy accuracy of the first goal's answer on
   `eval_screens` held-out-word screens of the target shape; stage_held_out_acc: the same on screens of the
   curriculum stage being trained (absent in the last stage). Each curve point goes to log (one line) and
   on_eval(point) as it is measured. With state_path, a snapshot is written there every `checkpoint_seconds` and
@@ -470,6 +471,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
     nll = -jnp.take_along_axis(logp, target[..., None], -1)[..., 0]
     loss = (nll * weight).sum() / weight.sum()
     acc = ((jnp.argmax(logp, -1) == target) * weight).sum() / weight.sum()
+    # done_share: whether the answer stops exactly where it should (the decision alone, the look-up aside)
+    decided = (((jnp.argmax(logp, -1) == STOP) == (target == STOP)) * weight).sum() / weight.sum()
     if cfg.screen_lm_weight:
       lm_logp = jax.nn.log_softmax(logits_fn(p, hidden[:, :-1]).astype(jnp.float32))
       lm_nll = -jnp.take_along_axis(lm_logp, ids[:, 1:, None], -1)[..., 0]
@@ -495,7 +498,7 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
         index_id = jnp.take_along_axis(ids, index_pos, 1) - INDEX_BASE
         nll = -jnp.take_along_axis(read, index_id.clip(0, 49)[..., None], -1)[..., 0]
         loss = loss + cfg.index_readout_weight * (nll * label).sum() / jnp.maximum(label.sum(), 1.0)
-    return loss, acc
+    return loss, (acc, decided)
 
   schedule = (optax.linear_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1)) if cfg.final_lr_fraction == 1.0
               else optax.warmup_cosine_decay_schedule(0.0, cfg.learning_rate, max(cfg.warmup, 1), cfg.steps,
@@ -505,11 +508,11 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
 
   @jax.jit
   def step(p, o, *batch):
-    (loss, acc), grads = jax.value_and_grad(loss_acc, has_aux=True)(p, *batch)
+    (loss, (acc, _)), grads = jax.value_and_grad(loss_acc, has_aux=True)(p, *batch)
     updates, o = opt.update(grads, o, p)
     return optax.apply_updates(p, updates), o, loss, acc
 
-  eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])
+  eval_acc = jax.jit(lambda p, *b: loss_acc(p, *b)[1])   # (accuracy, stop decision accuracy)
   eval_rng = np.random.default_rng(cfg.seed + 10_000)
   stages = cfg.stages()
   stage_cfgs = [dataclasses.replace(cfg, lines=lines, key_words=words, curriculum="", min_lines=min(cfg.min_lines, lines))
@@ -523,8 +526,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   held_out = [[make_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
               for c in stage_cfgs]   # the last entry: the target shape
 
-  def held_out_acc(batches) -> float:
-    return float(np.mean([float(eval_acc(params, *b)) for b in batches]))
+  def held_out_acc(batches, part: int = 0) -> float:
+    return float(np.mean([float(eval_acc(params, *b)[part]) for b in batches]))
 
   rng = np.random.default_rng(cfg.seed)
   curve, stage, in_stage, recent, done, elapsed = [], 0, 0, [], 0, 0.0
@@ -556,6 +559,8 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
     if s % cfg.eval_every == 0 or s == cfg.steps:
       point = {"step": s, "lines": stages[stage][0], "key_words": stages[stage][1], "loss": round(float(loss), 4),
                "train_acc": round(float(acc), 4), "held_out_acc": round(held_out_acc(held_out[-1]), 4)}
+      if cfg.done_share > 0:   # the first goal's answer-or-stop decision alone
+        point["held_out_stop_acc"] = round(held_out_acc(held_out[-1], part=1), 4)
       if stage < len(stages) - 1:   # also on screens of the stage being trained
         point["stage_held_out_acc"] = round(held_out_acc(held_out[stage]), 4)
       curve.append({**point, "seconds": round(time.time() - start, 1)})
