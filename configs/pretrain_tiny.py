@@ -74,6 +74,10 @@ def get_config():
         # goal's own action last, answered by terminate); 0 = unchanged (0.3 in a 250-update anneal leaked terminate
         # into answers: experiments/results/pretrain_m1.md, section F2)
         "history": 0.0,
+        # with history: only an item's first goal draws earlier steps, and an item that has them asks that goal
+        # alone, as the agent's prompt does (among 8 goals the first goal's answer-or-stop step was not learnt:
+        # lookup_probe done_share, experiments/results/pretrain_m1.md); False = unchanged
+        "history_alone": False,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

@@ -102,7 +102,7 @@ class CurriculumStream:
                  pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
                  page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
-                 history: float = 0.0):
+                 history: float = 0.0, history_alone: bool = False):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -111,7 +111,8 @@ class CurriculumStream:
         keyed on the part of the switch / checkbox line the goal names (attention_pointers.item_pointers).
         launch_goals, page_answers, token_values, part_answers: how launch items phrase their goals, whether app
         pages ask PhoneSim's answer questions, the share of text values written as token-word sentences, whether
-        songs and tasks are read for a part of a line, the share of goals with earlier steps (PretrainSource)."""
+        songs and tasks are read for a part of a line, the share of goals with earlier steps and whether such an
+        item asks its goal alone (PretrainSource)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
@@ -122,7 +123,7 @@ class CurriculumStream:
                                        goals_per_screen=goals_per_screen, app_pages=app_pages,
                                        launch_goals=launch_goals, page_answers=page_answers,
                                        token_values=token_values, part_answers=part_answers,
-                                       history=history) for s in stages]
+                                       history=history, history_alone=history_alone) for s in stages]
         ends, at = [], 0
         for s in stages:
             at = at + s.steps if s.steps is not None else None
@@ -339,7 +340,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               page_answers=bool(cfg.get("page_answers", False)),
                               token_values=float(cfg.get("token_values", 0.0)),
                               part_answers=bool(cfg.get("part_answers", False)),
-                              history=float(cfg.get("history", 0.0)))
+                              history=float(cfg.get("history", 0.0)),
+                              history_alone=bool(cfg.get("history_alone", False)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

@@ -129,7 +129,8 @@ class PretrainSource:
     def __init__(self, prompt_cfg: PromptConfig, mix=None, difficulty: Optional[Difficulty] = None,
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
                  app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False,
-                 token_values: float = 0.0, part_answers: bool = False, history: float = 0.0):
+                 token_values: float = 0.0, part_answers: bool = False, history: float = 0.0,
+                 history_alone: bool = False):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
@@ -140,7 +141,10 @@ class PretrainSource:
         of token words (pretrain_labels.LabelPool.token_sentence; 0: streams unchanged).
         part_answers: song and task pages also serve reads whose answer is part of a row's line (the artist, the
         priority: pretrain_apps.PART_GOALS; False: streams unchanged).
-        history: the probability that a goal carries earlier steps (`_history`; 0: streams unchanged)."""
+        history: the probability that a goal carries earlier steps (`_history`; 0: streams unchanged).
+        history_alone: only an item's first goal draws earlier steps, and an item that has them asks that goal
+        alone (no later turns), as the agent's prompt does: among later goals the first goal's answer-or-stop step
+        is not learnt (lookup_probe `done_share`; False: streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -186,7 +190,7 @@ class PretrainSource:
         if history > 0 and prompt_cfg.history_mode != "compact":
             raise ValueError(f"history > 0 writes the compact history lines; prompt_cfg.history_mode is "
                              f"{prompt_cfg.history_mode!r}")
-        self.history = float(history)
+        self.history, self.history_alone = float(history), bool(history_alone)
         self.app_serves = app_serves(self.page_answers, self.part_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
@@ -240,12 +244,13 @@ class PretrainSource:
         element = action.element if action.type == "click" else None
         target = expert_response(action, obs, self.cfg, element=element)
         turns = []
-        if self.goals_per_screen > 1 and scr.others:  # draws from rng only here: 1 goal per screen is unchanged
+        alone = self.history_alone and bool(steps)   # history_alone: an item with earlier steps asks one goal
+        if self.goals_per_screen > 1 and scr.others and not alone:  # draws from rng only here: 1 goal is unchanged
             k = min(self.goals_per_screen - 1, len(scr.others))
             for j in rng.permutation(len(scr.others))[:k]:
                 slot, _, tap, _ = scr.others[int(j)]
                 g, a, ans = _goal_and_action(rng, need, slot, tap)
-                s_steps, s_done = self._history(rng, obs, layout, a)
+                s_steps, s_done = ([], False) if self.history_alone else self._history(rng, obs, layout, a)
                 if s_done:
                     a, ans = TERMINATE, None
                 el = a.element if a.type == "click" else None

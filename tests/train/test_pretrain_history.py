@@ -106,6 +106,27 @@ def test_pointers_skip_the_goals_answered_by_terminate():
     assert seen["all done"] >= 1 and seen["mixed"] >= 10
 
 
+def test_history_alone_asks_an_item_with_earlier_steps_one_goal():
+    """history_alone: an item whose first goal has earlier steps has no later turns (the agent's prompt has one
+    goal); an item without them keeps its later turns, none of which carries earlier steps."""
+    plain, alone = _source(0.0), _source(0.5, history_alone=True)
+    seen = {"alone": 0, "turns": 0}
+    for i in range(40):
+        item = alone[i]
+        has_steps = "Earlier steps" in item["messages"][-1]["content"][0]["text"]
+        if has_steps:
+            assert item["turns"] == []
+            seen["alone"] += 1
+        else:
+            assert all("Earlier steps" not in t["message"] and not t["done"] for t in item["turns"])
+            seen["turns"] += bool(item["turns"])
+    assert seen["alone"] >= 10 and seen["turns"] >= 10
+    # off by default: the history stream keeps its later turns and their own earlier steps
+    mixed = _source(1.0)
+    assert any("Earlier steps" in t["message"] for i in range(10) for t in mixed[i]["turns"])
+    assert plain[0]["messages"] == _source(0.0, history_alone=True)[0]["messages"]
+
+
 def test_bad_history_settings_are_refused():
     with pytest.raises(ValueError, match=r"history must be a probability in \[0, 1\], got 1.5"):
         _source(1.5)
