@@ -144,6 +144,12 @@ def names_element(goal: str, label: str, params) -> bool:
     return any(v and v in goal and v in label for v in values)
 
 
+def _step_item(ep, t: int, pcfg, prompt, target: str, n_lines: int, **fields) -> dict:
+    """The fields every PhoneSim item has (prompt, expert response, where it comes from), plus the part's own."""
+    return {"prompt": prompt, **fields, "target": target, "template": ep.template, "episode_id": ep.episode_id,
+            "step": t, "n_lines": n_lines, "dialect": pcfg.dialect}
+
+
 def phonesim_items(episodes, pcfg, tasks=()) -> list[dict]:
     """One item per expert click on an element: the prompt the quickstart agent sees at that step without
     history, the expert's element and response, whether the prompt shows that element at all, and whether the
@@ -159,13 +165,11 @@ def phonesim_items(episodes, pcfg, tasks=()) -> list[dict]:
                 continue
             obs = ep.observations[t]
             shown = {e.index: element_label_text(e, pcfg) for e in shown_elements(obs, pcfg)}
-            items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "element": int(element),
-                          "target": expert_response(action, obs, pcfg, element=element),
-                          "template": ep.template,
-                          "episode_id": ep.episode_id, "step": t, "n_lines": len(shown),
-                          "shown": int(element) in shown, "dialect": pcfg.dialect,
-                          "named": names_element(ep.goal, shown.get(int(element), ""),
-                                                 params.get(ep.episode_id, ()))})
+            items.append(_step_item(ep, t, pcfg, build_messages(ep.goal, [], obs, pcfg),
+                                    expert_response(action, obs, pcfg, element=element), len(shown),
+                                    element=int(element), shown=int(element) in shown,
+                                    named=names_element(ep.goal, shown.get(int(element), ""),
+                                                        params.get(ep.episode_id, ()))))
     return items
 
 
@@ -178,10 +182,8 @@ def phonesim_open_items(episodes, pcfg) -> list[dict]:
         if not ep.actions or ep.actions[0].type != "open":
             continue
         action, obs = ep.actions[0], ep.observations[0]
-        items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "app": str(action.text),
-                      "target": expert_response(action, obs, pcfg), "template": ep.template,
-                      "episode_id": ep.episode_id, "step": 0, "n_lines": len(shown_elements(obs, pcfg)),
-                      "shown": True, "dialect": pcfg.dialect})
+        items.append(_step_item(ep, 0, pcfg, build_messages(ep.goal, [], obs, pcfg), expert_response(action, obs, pcfg),
+                                len(shown_elements(obs, pcfg)), app=str(action.text), shown=True))
     return items
 
 
@@ -195,10 +197,9 @@ def phonesim_answer_items(episodes, pcfg) -> list[dict]:
             if action.type != "answer" or not action.text:
                 continue
             obs = ep.observations[t]
-            items.append({"prompt": build_messages(ep.goal, [], obs, pcfg), "answer": str(action.text),
-                          "target": expert_response(action, obs, pcfg), "template": ep.template,
-                          "episode_id": ep.episode_id, "step": t, "n_lines": len(shown_elements(obs, pcfg)),
-                          "shown": True, "dialect": pcfg.dialect})
+            items.append(_step_item(ep, t, pcfg, build_messages(ep.goal, [], obs, pcfg),
+                                    expert_response(action, obs, pcfg), len(shown_elements(obs, pcfg)),
+                                    answer=str(action.text), shown=True))
     return items
 
 
@@ -212,11 +213,10 @@ def phonesim_stop_items(episodes, pcfg) -> list[dict]:
     for ep in episodes:
         for t in range(1, len(ep.actions)):
             obs = ep.observations[t]
-            items.append({"prompt": build_messages(ep.goal, expert_history(ep, t, pcfg), obs, pcfg),
-                          "stop": ep.actions[t].type == "terminate",
-                          "target": expert_response(ep.actions[t], obs, pcfg, element=expert_element(ep, t)),
-                          "template": ep.template, "episode_id": ep.episode_id, "step": t,
-                          "n_lines": len(shown_elements(obs, pcfg)), "shown": True, "dialect": pcfg.dialect})
+            items.append(_step_item(ep, t, pcfg, build_messages(ep.goal, expert_history(ep, t, pcfg), obs, pcfg),
+                                    expert_response(ep.actions[t], obs, pcfg, element=expert_element(ep, t)),
+                                    len(shown_elements(obs, pcfg)), stop=ep.actions[t].type == "terminate",
+                                    shown=True))
     return items
 
 

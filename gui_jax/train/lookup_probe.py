@@ -451,9 +451,9 @@ def _load_state(path: str, cfg: LookupProbeConfig) -> dict | None:
 
 def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path: str | None = None) -> dict:
   """Trains from random weights; returns {"config", "chance", "curve": [{step, lines, key_words, loss, train_acc,
-  held_out_acc, [stage_held_out_acc,] [held_out_stop_acc,] seconds}]}. held_out_stop_acc (done_share > 0): how
-  often the first goal's answer is STOP exactly where it should be. held_out_acc: greedy accuracy of the first goal's answer on
-  `eval_screens` held-out-word screens of the target shape; stage_held_out_acc: the same on screens of the
+  held_out_acc, [stage_held_out_acc,] [held_out_stop_acc,] seconds}]}. held_out_acc: greedy accuracy of the first
+  goal's answer on `eval_screens` held-out-word screens of the target shape; held_out_stop_acc (done_share > 0):
+  how often that answer is STOP exactly where it should be; stage_held_out_acc: the same on screens of the
   curriculum stage being trained (absent in the last stage). Each curve point goes to log (one line) and
   on_eval(point) as it is measured. With state_path, a snapshot is written there every `checkpoint_seconds` and
   at the end, and a run finding one continues from it exactly (same batches, same curve), also after kill -9;
@@ -526,8 +526,9 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
   held_out = [[make_batch(eval_rng, c, True, 64, 1) for _ in range(max(cfg.eval_screens // 64, 1))]
               for c in stage_cfgs]   # the last entry: the target shape
 
-  def held_out_acc(batches, part: int = 0) -> float:
-    return float(np.mean([float(eval_acc(params, *b)[part]) for b in batches]))
+  def held_out_acc(batches) -> tuple[float, float]:   # (accuracy, stop decision accuracy), one pass
+    scores = np.asarray([[float(v) for v in eval_acc(params, *b)] for b in batches])
+    return tuple(float(v) for v in scores.mean(0))
 
   rng = np.random.default_rng(cfg.seed)
   curve, stage, in_stage, recent, done, elapsed = [], 0, 0, [], 0, 0.0
@@ -557,12 +558,13 @@ def run_probe(cfg: LookupProbeConfig, log=_print_line, on_eval=None, state_path:
     in_stage += 1
     recent = (recent + [float(acc)])[-100:] if cfg.advance_at > 0 else recent
     if s % cfg.eval_every == 0 or s == cfg.steps:
+      target_acc, stop_acc = held_out_acc(held_out[-1])
       point = {"step": s, "lines": stages[stage][0], "key_words": stages[stage][1], "loss": round(float(loss), 4),
-               "train_acc": round(float(acc), 4), "held_out_acc": round(held_out_acc(held_out[-1]), 4)}
+               "train_acc": round(float(acc), 4), "held_out_acc": round(target_acc, 4)}
       if cfg.done_share > 0:   # the first goal's answer-or-stop decision alone
-        point["held_out_stop_acc"] = round(held_out_acc(held_out[-1], part=1), 4)
+        point["held_out_stop_acc"] = round(stop_acc, 4)
       if stage < len(stages) - 1:   # also on screens of the stage being trained
-        point["stage_held_out_acc"] = round(held_out_acc(held_out[stage]), 4)
+        point["stage_held_out_acc"] = round(held_out_acc(held_out[stage])[0], 4)
       curve.append({**point, "seconds": round(time.time() - start, 1)})
       rate = (curve[-1]["seconds"] - elapsed) / (s - done)        # this segment's seconds per step
       log(" ".join(f"{k} {v}" for k, v in curve[-1].items()) + f" eta_min {rate * (cfg.steps - s) / 60:.0f}")
