@@ -83,14 +83,15 @@ def grown_from(source: str, agent):
                        f"(model.tokenizer = {agent.cfg.get('tokenizer', 'auto')!r})")
     small, _ = load_hf_checkpoint(path, param_dtype="float32")
     try:
-        return grow_params(nnx.state(small, nnx.Param), agent.params)
+        return grow_params(nnx.state(small, nnx.Param), agent.params, agent.model_config.text.head_dim)
     except ValueError as e:
         raise RunError(f"pretrain.grow_from {source!r}: {e}") from None
 
 
 def agent_shape(config) -> str:
     m, preset = config.model, "the preset's"
-    return f"{m.get('num_hidden_layers') or preset} layers, MLP width {m.get('intermediate_size') or preset}"
+    shape = f"{m.get('num_hidden_layers') or preset} layers, MLP width {m.get('intermediate_size') or preset}"
+    return shape + (f", {m.num_key_value_heads} key/value heads" if m.get("num_key_value_heads") else "")
 
 
 def card_phases(text: str) -> list[str]:
@@ -265,7 +266,7 @@ def run(config, workdir: str) -> None:
     if cfg.get("grow_from", ""):
         if config.model.checkpoint:
             raise RunError(f"pretrain.grow_from {cfg.grow_from!r} grows a snapshot into the preset's shape "
-                           f"(model.num_hidden_layers / intermediate_size); model.checkpoint must then be '' "
+                           f"(model.num_hidden_layers / intermediate_size / num_key_value_heads); model.checkpoint must then be '' "
                            f"(got {config.model.checkpoint!r})")
         agent.set_params(grown_from(cfg.grow_from, agent))
     try:

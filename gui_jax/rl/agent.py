@@ -167,9 +167,10 @@ def _cast_floating(tree, dtype):
 
 
 def model_config_from(mcfg, dtype: Optional[str] = None, param_dtype: Optional[str] = None):
-    """The preset's Qwen25VLConfig with the config's depth / width / RoPE-base overrides and dtypes."""
+    """The preset's Qwen25VLConfig with the config's depth / width / key-value-head / RoPE-base overrides and dtypes."""
     cfg = preset(mcfg.preset)
-    text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size") if mcfg.get(k)}
+    text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size", "num_key_value_heads")
+                 if mcfg.get(k)}
     if mcfg.get("rope_theta"):
         text_over["rope_theta"] = float(mcfg.rope_theta)
     vis_over = {"depth": mcfg.vision_depth} if mcfg.get("vision_depth") else {}

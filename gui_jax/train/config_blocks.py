@@ -91,6 +91,8 @@ MODEL = Block("model", [
       "'builtin:<name>' = a shipped one)", hf_dir),
     F("num_hidden_layers", 0, "> 0 overrides the preset's text depth", integer(0)),
     F("intermediate_size", 0, "> 0 overrides the preset's text MLP width", integer(0)),
+    F("num_key_value_heads", 0, "> 0 overrides the preset's text key/value heads (a divisor of the query heads; "
+      "the tiny preset's 4 undoes its grouped-query sharing of 2)", integer(0)),
     F("vision_depth", 0, "> 0 overrides the preset's vision depth", integer(0)),
     F("rope_theta", 0.0, "> 0 overrides the preset's text RoPE base (tiny 1e4; the slow rotary pairs are the ones "
       "a content match across a long screen can use)", number(0.0)),

@@ -217,7 +217,8 @@ def test_the_two_head_copy_recipe_runs_through_the_job_and_logs_its_terms(tmp_pa
 
 
 def test_a_grown_snapshot_continues_with_the_same_loss_and_says_so_in_its_card(tmp_path):
-    """pretrain.grow_from: a snapshot grown to more layers and a wider MLP (models/qwen2_5_vl/grow.py) starts
+    """pretrain.grow_from: a snapshot grown to more layers, a wider MLP and more key/value heads
+    (models/qwen2_5_vl/grow.py) starts
     where the snapshot is: its first loss equals the snapshot's own continuation on the same batch (same
     first_step and seed); the card says what it grew from; bad combinations are one-line errors."""
     import pytest
@@ -234,14 +235,16 @@ def test_a_grown_snapshot_continues_with_the_same_loss_and_says_so_in_its_card(t
     more = dict(overrides, **{"pretrain.first_step": 2, "pretrain.num_steps": 3})
     pretrain_job.run(load_config(recipe, **more, **{"model.checkpoint": snapshot}), str(tmp_path / "same"))
     pretrain_job.run(load_config(recipe, **dict(more, **{"model.num_hidden_layers": 2}),
-                                 **{"model.intermediate_size": 512, "pretrain.grow_from": snapshot}),
+                                 **{"model.intermediate_size": 512, "model.num_key_value_heads": 4,
+                                    "pretrain.grow_from": snapshot}),
                      str(tmp_path / "grown"))
     same, grown = _losses(tmp_path / "same"), _losses(tmp_path / "grown")
     assert list(same) == list(grown) == [3]
     assert grown[3] == pytest.approx(same[3], rel=1e-5) and grown[3] > 0.1
     card = (tmp_path / "grown" / "base" / "README.md").read_text()
-    assert f"from the update-2 snapshot `{snapshot}`, grown to 2 layers, MLP width 512)" in card
-    assert '"num_hidden_layers": 2' in (tmp_path / "grown" / "base" / "config.json").read_text()
+    assert f"from the update-2 snapshot `{snapshot}`, grown to 2 layers, MLP width 512, 4 key/value heads)" in card
+    exported = (tmp_path / "grown" / "base" / "config.json").read_text()
+    assert '"num_hidden_layers": 2' in exported and '"num_key_value_heads": 4' in exported
     with pytest.raises(RunError, match="model.checkpoint must then be ''"):
         pretrain_job.run(load_config(recipe, **more, **{"model.checkpoint": snapshot, "pretrain.grow_from": snapshot}),
                          str(tmp_path / "both"))

@@ -13,9 +13,10 @@ from gui_jax.models.qwen2_5_vl import Qwen25VLForConditionalGeneration, tiny
 from gui_jax.models.qwen2_5_vl.grow import grow_params
 
 
-def _model(layers: int, inter: int, seed: int):
+def _model(layers: int, inter: int, seed: int, kv_heads: int = 2):
     cfg = tiny()
-    text = dataclasses.replace(cfg.text, num_hidden_layers=layers, intermediate_size=inter)
+    text = dataclasses.replace(cfg.text, num_hidden_layers=layers, intermediate_size=inter,
+                               num_key_value_heads=kv_heads)
     return Qwen25VLForConditionalGeneration(cfg.replace(text=text), rngs=nnx.Rngs(seed))
 
 
@@ -53,6 +54,27 @@ def test_grown_model_computes_the_same_logits_and_keeps_the_old_weights():
         assert not np.any(np.asarray(layers[i]["mlp"]["down_proj"]["kernel"][...]))
         assert float(jnp.std(layers[i]["self_attn"]["q_proj"]["kernel"][...])) > 0.01
         assert float(jnp.std(layers[i]["mlp"]["gate_proj"]["kernel"][...])) > 0.01
+
+
+def test_more_key_value_heads_keep_the_logits_each_a_copy_of_the_head_its_queries_shared():
+    small = _trained_like(_model(2, 384, seed=0), seed=1)
+    big = _model(2, 384, seed=2, kv_heads=4)
+    graphdef, fresh, rest = nnx.split(big, nnx.Param, ...)
+    grown = grow_params(nnx.state(small, nnx.Param), fresh, head_dim=32)
+    big = nnx.merge(graphdef, grown, rest)
+    ids = jax.random.randint(jax.random.key(3), (2, 37), 0, 4000)
+    want, got = small(ids).logits, big(ids).logits
+    assert float(jnp.abs(want).max()) > 1.0
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
+    old = nnx.state(small, nnx.Param)["language_model"]["layers"][1]["self_attn"]
+    new = grown["language_model"]["layers"][1]["self_attn"]
+    for proj in ("k_proj", "v_proj"):   # query heads 0, 1 read old head 0; 2, 3 old head 1 -> new heads 0-3
+        k_old, k_new = np.asarray(old[proj]["kernel"][...]), np.asarray(new[proj]["kernel"][...])
+        for j, i in enumerate((0, 0, 1, 1)):
+            np.testing.assert_array_equal(k_new[:, 32 * j:32 * (j + 1)], k_old[:, 32 * i:32 * (i + 1)])
+        np.testing.assert_array_equal(np.asarray(new[proj]["bias"][...])[64:96], np.asarray(old[proj]["bias"][...])[32:64])
+    with pytest.raises(ValueError, match=r"k_proj.*needs the head width"):
+        grow_params(nnx.state(small, nnx.Param), fresh)
 
 
 def test_what_cannot_grow_is_named():

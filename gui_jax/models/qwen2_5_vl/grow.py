@@ -7,9 +7,11 @@ zero (a new layer's attention o_proj and MLP down_proj; a widened MLP's extra do
 the new parts (q/k/v, gate/up) stay random, so the zero writers get a gradient from the first update and the
 new capacity starts learning at once (zero readers *and* writers would stay at zero).
 
-What may grow: text layers (appended on top: the layer indices of supervised attention hops keep their meaning)
-and the text MLP width. The residual width, heads, vocabulary and the vision tower must match (a wider residual
-stream changes every RMSNorm's statistics); anything else is an error naming the parameter.
+What may grow: text layers (appended on top: the layer indices of supervised attention hops keep their meaning),
+the text MLP width, and the text key/value heads (grouped-query attention undone: each new key/value head starts
+as a copy of the one its query heads shared, so the logits stay and the heads can part from the first update).
+The residual width, query heads, vocabulary and the vision tower must match (a wider residual stream changes
+every RMSNorm's statistics); anything else is an error naming the parameter.
 """
 from __future__ import annotations
 
@@ -29,10 +31,24 @@ def _keys(path) -> list[str]:
   return [str(getattr(k, "key", getattr(k, "idx", k))) for k in path]
 
 
-def grow_params(small, fresh):
+def _more_kv_heads(old, new_shape, head_dim: int | None, name: str):
+  """k/v projection [hidden, kv * hd] (or its bias [kv * hd]) with each old head repeated for the query heads it
+  served: under GQA query head h reads kv head h // (heads / kv), so new head j copies old head j // ratio."""
+  if not head_dim:
+    raise ValueError(f"cannot grow {name}: {old.shape} -> {new_shape} needs the head width (head_dim)")
+  kv_old, kv_new = old.shape[-1] // head_dim, new_shape[-1] // head_dim
+  if kv_old * head_dim != old.shape[-1] or kv_new * head_dim != new_shape[-1] or kv_new % kv_old:
+    raise ValueError(f"cannot grow {name}: {old.shape} -> {new_shape} (key/value heads of {head_dim} must grow "
+                     f"by a whole factor)")
+  heads = old.reshape(old.shape[:-1] + (kv_old, head_dim))
+  return jnp.repeat(heads, kv_new // kv_old, axis=-2).reshape(new_shape)
+
+
+def grow_params(small, fresh, head_dim: int | None = None):
   """Params of the larger model (the structure and dtypes of `fresh`) holding `small`'s weights, same logits.
 
-  small: the trained model's param tree (nnx.State); fresh: the larger model's freshly initialised one."""
+  small: the trained model's param tree (nnx.State); fresh: the larger model's freshly initialised one;
+  head_dim: the text attention's head width (needed only when the key/value heads grow)."""
   have = _flat(small)
   want = _flat(fresh)
   missing = sorted(set(have) - set(want))
@@ -53,9 +69,11 @@ def grow_params(small, fresh):
       return old
     if old.ndim != x.ndim or any(o > n for o, n in zip(old.shape, x.shape)):
       raise ValueError(f"cannot grow {name}: {old.shape} -> {x.shape}")
+    if text and ({"k_proj", "v_proj"} & set(keys)) and old.shape[:-1] == x.shape[:-1]:
+      return _more_kv_heads(old, x.shape, head_dim, name).astype(x.dtype)
     if not (text and "mlp" in keys):
-      raise ValueError(f"cannot grow {name}: {old.shape} -> {x.shape} (only the text MLP width and the number "
-                       f"of text layers may grow)")
+      raise ValueError(f"cannot grow {name}: {old.shape} -> {x.shape} (only the text MLP width, the key/value "
+                       f"heads and the number of text layers may grow)")
     if "down_proj" in keys:  # extra intermediate units write nothing yet
       x = jnp.zeros_like(x)
     return x.at[tuple(slice(0, s) for s in old.shape)].set(old)
