@@ -59,13 +59,14 @@ class TrainSample:
     image_grid_thw: Optional[np.ndarray] = None  # [n_images, 3]
     pointers: Optional[np.ndarray] = None       # int32 [K, 4] attention targets (train/attention_pointers.py)
     weight: float = 1.0                         # copies of this sample the loss counts (`merge_duplicates`)
+    token_weights: Optional[np.ndarray] = None  # float32 [R] per response token loss multipliers (None: all 1)
 
     def __post_init__(self):
         self.prompt_ids = np.asarray(self.prompt_ids, np.int32).reshape(-1)
         self.response_ids = np.asarray(self.response_ids, np.int32).reshape(-1)
         if self.response_ids.size == 0:
             raise ValueError("TrainSample has an empty response (nothing to train)")
-        for name in ("old_logprobs", "ref_logprobs"):
+        for name in ("old_logprobs", "ref_logprobs", "token_weights"):
             v = getattr(self, name)
             if v is not None and np.asarray(v).shape != self.response_ids.shape:
                 raise ValueError(f"TrainSample.{name} has shape {np.asarray(v).shape}, "
@@ -95,7 +96,8 @@ def merge_duplicates(samples: Sequence[TrainSample], across_signs: bool = False)
     for s in samples:
         key = (s.prompt_ids.tobytes(), s.response_ids.tobytes(), 0 if across_signs else int(np.sign(s.advantage)),
                None if s.pixel_values is None else np.asarray(s.pixel_values).tobytes(),
-               None if s.pointers is None else np.asarray(s.pointers).tobytes())
+               None if s.pointers is None else np.asarray(s.pointers).tobytes(),
+               None if s.token_weights is None else np.asarray(s.token_weights).tobytes())
         first = merged.get(key)
         if first is None:
             merged[key] = dataclasses.replace(s)
@@ -215,7 +217,7 @@ def build_rows(groups: Sequence[Sequence[TrainSample]], model_cfg, *, pad_id: in
             ids[i, resp] = s.response_ids
             attn[i, sl] = True
             seg[i, sl] = k + 1
-            loss_mask[i, resp] = s.weight
+            loss_mask[i, resp] = s.weight if s.token_weights is None else s.weight * np.asarray(s.token_weights)
             step_ids[i, resp] = k
             adv[i, resp] = s.advantage
             if s.old_logprobs is not None:

@@ -102,7 +102,7 @@ class CurriculumStream:
                  pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
                  page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
-                 history: float = 0.0, history_alone: bool = False):
+                 history: float = 0.0, history_alone: bool = False, decision_weight: float = 1.0):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -112,10 +112,13 @@ class CurriculumStream:
         launch_goals, page_answers, token_values, part_answers: how launch items phrase their goals, whether app
         pages ask PhoneSim's answer questions, the share of text values written as token-word sentences, whether
         songs and tasks are read for a part of a line, the share of goals with earlier steps and whether such an
-        item asks its goal alone (PretrainSource)."""
+        item asks its goal alone (PretrainSource). decision_weight: the loss weight of the one response token that
+        decides between stopping and acting in an item with earlier steps (1: as every token; among ~1,500
+        response tokens an update that single token was not learnt, experiments/results/pretrain_m1.md)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
+        self.decision_weight = float(decision_weight)
         self.pointers = PiecePointers(self.encoder.tokenizer, hops) if pointers or read_pointers else None
         self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.toggle_pointers = bool(pointers) and bool(toggle_pointers)
@@ -146,6 +149,8 @@ class CurriculumStream:
         i = int(i) + self.offset
         item = self.sources[self.stage_of(i // self.batch_size)][i]
         sample = encode_item(self.encoder, item).sample
+        if self.decision_weight != 1.0 and item.get("decision_alt"):
+            sample.token_weights = decision_weights(self.encoder, item, sample.response_ids, self.decision_weight)
         # toggle items click a switch / checkbox line that shows more than the goal's label: their hops key on
         # the named part (toggle_pointers), else they have none
         # goals answered by terminate (`history`: their action is already done) have no look-up to point at
@@ -159,6 +164,21 @@ class CurriculumStream:
         elif self.read_pointers and item["objective"] == "read":
             sample.pointers = self.pointers(sample, f"pretraining item {i}", read=True)
         return sample
+
+
+def decision_weights(encoder, item: dict, response_ids, weight: float) -> np.ndarray:
+    """float32 [R]: 1, and `weight` at the first response token where the item's response and the other choice's
+    (`decision_alt`: terminate for an acting goal, the goal's action for a done one) differ."""
+    alt = np.asarray(encoder.encode((item["messages"], []), item["decision_alt"]).response_ids)
+    ids = np.asarray(response_ids)
+    n = min(len(alt), len(ids))
+    differ = np.flatnonzero(alt[:n] != ids[:n])
+    if not differ.size:
+        raise ValueError(f"pretraining item {item.get('index')}: its response and the other choice "
+                         f"{item['decision_alt']!r} share every token, so no token decides between them")
+    out = np.ones(len(ids), np.float32)
+    out[int(differ[0])] = weight
+    return out
 
 
 def exact_match_fn(graphdef, rest):
@@ -341,7 +361,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               token_values=float(cfg.get("token_values", 0.0)),
                               part_answers=bool(cfg.get("part_answers", False)),
                               history=float(cfg.get("history", 0.0)),
-                              history_alone=bool(cfg.get("history_alone", False)))
+                              history_alone=bool(cfg.get("history_alone", False)),
+                              decision_weight=float(cfg.get("decision_weight", 1.0)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

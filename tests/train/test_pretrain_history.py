@@ -106,6 +106,51 @@ def test_pointers_skip_the_goals_answered_by_terminate():
     assert seen["all done"] >= 1 and seen["mixed"] >= 10
 
 
+def test_decision_weight_weighs_the_one_token_that_decides_stop_or_act_and_reaches_the_loss_mask():
+    """decision_weight: an item with earlier steps weighs the first response token where terminate and the goal's
+    action differ (the action name) by the weight, every other token 1; items without earlier steps and the
+    default weight 1 carry no token weights; the batch's loss mask is the sample weight times them."""
+    from types import SimpleNamespace
+
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.qwen2_5_vl import tiny
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.batch import build_batch
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.pretrain import CurriculumStream, parse_curriculum, parse_mix
+    tok = tiny_tokenizer()
+    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
+    pcfg = dc.replace(quickstart_prompt_config(40), answer_spaced=True)
+    make = lambda w: CurriculumStream(agent, pcfg, parse_curriculum("8-24@1"), parse_mix("tap:1,read:1"),  # noqa: E731
+                                      batch_size=4, seed=5, goals_per_screen=3, history=0.5, history_alone=True,
+                                      decision_weight=w)
+    stream, plain = make(30.0), make(1.0)
+    seen = {"done": 0, "acting": 0, "none": 0}
+    for i in range(24):
+        item, sample = stream.sources[0][i], stream[i]
+        assert plain[i].token_weights is None
+        np.testing.assert_array_equal(sample.response_ids, plain[i].response_ids)
+        if "Earlier steps" not in item["messages"][-1]["content"][0]["text"]:
+            assert sample.token_weights is None
+            seen["none"] += 1
+            continue
+        w = sample.token_weights
+        assert w.shape == sample.response_ids.shape and sorted(set(w.tolist())) == [1.0, 30.0]
+        k = int(np.flatnonzero(w == 30.0)[0])
+        before, at = tok.decode(sample.response_ids[:k].tolist()), tok.decode(sample.response_ids[k:k + 1].tolist())
+        assert before.endswith('{"action": "')   # the action name's first token, nothing earlier
+        want = "terminate" if item["done"] else {"tap": "click", "read": "answer"}[item["objective"]]
+        assert want.startswith(at) and at
+        seen["done" if item["done"] else "acting"] += 1
+    assert min(seen.values()) >= 3
+    samples = [stream[i] for i in range(8)]
+    batch = build_batch(samples, tiny(), pad_id=tok.pad_id, rows=8)
+    for row, s in enumerate(samples):
+        resp = batch["target_positions"][row][batch["target_valid"][row]]
+        want = np.ones(s.response_ids.size) if s.token_weights is None else s.token_weights
+        np.testing.assert_array_equal(batch["loss_mask"][row][resp], want)
+
+
 def test_history_alone_asks_an_item_with_earlier_steps_one_goal():
     """history_alone: an item whose first goal has earlier steps has no later turns (the agent's prompt has one
     goal); an item without them keeps its later turns, none of which carries earlier steps."""
