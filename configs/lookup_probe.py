@@ -30,6 +30,6 @@ def get_config():
     c.probe.update(lines=24, queries=8, key_words=2, word_pieces=2, train_words=(100, 400),
                    held_out_words=(100, 400), shuffle_ids=True, order="index_first", answer_token=False,
                    init_gain=1.0, pointer_weight=1.0, pointer_label_start=True, pointer_label_bag=True,
-                   index_readout_weight=1.0, layers=3, match_layer=1, hidden=128, heads=4, kv_heads=2, batch=8,
+                   index_readout_weight=1.0, layers=3, match_layer=1, hidden=128, heads=4, kv_heads=4, batch=8,
                    learning_rate=4e-3, final_lr_fraction=0.0, warmup=20, steps=700, eval_every=100)
     return c

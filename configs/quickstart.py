@@ -37,7 +37,7 @@ def get_config():
         # UI-S1's premise: an SFT start that breaks down on its own history leaves semi-online RL room (with all
         # 1,426 expert episodes of this split, SFT left RL nothing to find). From the T3a base 500 left it none in
         # one seed of two (0.805 -> 0.793) and 300 too (0.784 -> 0.802, p 0.15); 150: RL's gain p <= 0.009 in 3 seeds,
-        # and from the T5c base 0.792 -> 0.855 over seeds 0-2, each p <= 1.5e-06 (quickstart_from_base.md, last section)
+        # and from the G2 base 0.795 -> 0.883 over seeds 0-2, each p <= 1e-05 (quickstart_from_base.md, last section)
         "num_train_episodes": 150,
         # semi-online RL's tasks: the first N of the same selection, the SFT's first (0 = the SFT's alone).
         # 1,426 = every train task of this split: RL on tasks SFT fitted found nothing (-0.005, p 0.86), on these

@@ -46,7 +46,7 @@ def assert_quiet(text: str) -> None:
 def test_a_job_that_starts_jax_writes_no_libtpu_warning(tmp_path):
     text = run_job(["--config", "configs/export.py", f"--workdir={tmp_path / 'run'}",
                     "--config.model.checkpoint=builtin:tiny-base"], tmp_path / "log.txt")
-    assert "exported 1.46M params" in text  # JAX ran (on the CPU): the 3-layer base
+    assert "exported 1.51M params" in text  # JAX ran (on the CPU): the 3-layer base with 4 key/value heads
     assert_quiet(text)
 
 
