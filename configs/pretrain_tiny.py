@@ -81,6 +81,9 @@ def get_config():
         # with history: the loss weight of the one response token that decides between stopping (terminate) and
         # acting in an item with earlier steps; 1 = as every token (unchanged)
         "decision_weight": 1.0,
+        # the loss weight of every goal's action-name token (click / answer / open / terminate), the one token that
+        # decides between tapping and reading; 1 = as every token (unchanged)
+        "action_weight": 1.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

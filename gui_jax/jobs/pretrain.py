@@ -179,6 +179,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"{'an item with earlier steps asks its first goal alone; ' if cfg.get('history_alone', False) else ''}"
         f"{'its stop-or-act token weighs %s; ' % cfg.get('decision_weight') if cfg.get('decision_weight', 1.0) != 1.0 else ''}"
+        f"{'every action-name token weighs %s; ' % cfg.get('action_weight') if cfg.get('action_weight', 1.0) != 1.0 else ''}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",

@@ -102,7 +102,8 @@ class CurriculumStream:
                  pointers: bool = False, read_pointers: bool = False, app_pages: float = 0.0,
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
                  page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
-                 history: float = 0.0, history_alone: bool = False, decision_weight: float = 1.0):
+                 history: float = 0.0, history_alone: bool = False, decision_weight: float = 1.0,
+                 action_weight: float = 1.0):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -114,11 +115,15 @@ class CurriculumStream:
         songs and tasks are read for a part of a line, the share of goals with earlier steps and whether such an
         item asks its goal alone (PretrainSource). decision_weight: the loss weight of the one response token that
         decides between stopping and acting in an item with earlier steps (1: as every token; among ~1,500
-        response tokens an update that single token was not learnt, experiments/results/pretrain_m1.md)."""
+        response tokens an update that single token was not learnt, experiments/results/pretrain_m1.md).
+        action_weight: the loss weight of every goal's action-name token (click / answer / open / terminate: the
+        token after `{"action": "`), the one token that decides between tapping and reading."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
-        self.decision_weight = float(decision_weight)
+        self.decision_weight, self.action_weight = float(decision_weight), float(action_weight)
+        self.action_prefix = np.asarray(self.encoder.tokenizer.encode('{"action": "'), np.int32) \
+            if self.action_weight != 1.0 else None
         self.pointers = PiecePointers(self.encoder.tokenizer, hops) if pointers or read_pointers else None
         self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.toggle_pointers = bool(pointers) and bool(toggle_pointers)
@@ -151,6 +156,14 @@ class CurriculumStream:
         sample = encode_item(self.encoder, item).sample
         if self.decision_weight != 1.0 and item.get("decision_alt"):
             sample.token_weights = decision_weights(self.encoder, item, sample.response_ids, self.decision_weight)
+        if self.action_prefix is not None:
+            names = action_name_positions(sample.response_ids, self.action_prefix)
+            if not names.size:
+                raise ValueError(f"pretraining item {i}: no action name in its response (no {{\"action\": \" ...)")
+            weights = np.ones(sample.response_ids.size, np.float32) if sample.token_weights is None \
+                else sample.token_weights
+            weights[names] *= self.action_weight
+            sample.token_weights = weights
         # toggle items click a switch / checkbox line that shows more than the goal's label: their hops key on
         # the named part (toggle_pointers), else they have none
         # goals answered by terminate (`history`: their action is already done) have no look-up to point at
@@ -164,6 +177,16 @@ class CurriculumStream:
         elif self.read_pointers and item["objective"] == "read":
             sample.pointers = self.pointers(sample, f"pretraining item {i}", read=True)
         return sample
+
+
+def action_name_positions(response_ids, prefix) -> np.ndarray:
+    """int [n]: the index of the token right after each occurrence of `prefix` (the ids of `{"action": "`) in the
+    response: each goal's action name."""
+    ids, k = np.asarray(response_ids), len(prefix)
+    if ids.size <= k:
+        return np.zeros(0, np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(ids[:-1], k)
+    return np.flatnonzero((windows == np.asarray(prefix)).all(axis=1)) + k
 
 
 def decision_weights(encoder, item: dict, response_ids, weight: float) -> np.ndarray:
@@ -362,7 +385,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               part_answers=bool(cfg.get("part_answers", False)),
                               history=float(cfg.get("history", 0.0)),
                               history_alone=bool(cfg.get("history_alone", False)),
-                              decision_weight=float(cfg.get("decision_weight", 1.0)))
+                              decision_weight=float(cfg.get("decision_weight", 1.0)),
+                              action_weight=float(cfg.get("action_weight", 1.0)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

@@ -151,6 +151,36 @@ def test_decision_weight_weighs_the_one_token_that_decides_stop_or_act_and_reach
         np.testing.assert_array_equal(batch["loss_mask"][row][resp], want)
 
 
+def test_action_weight_weighs_every_goals_action_name_token_and_nothing_else():
+    """action_weight: in every item, each goal's action name (the token after `{"action": "`: click, answer,
+    open, terminate) weighs the weight, every other response token 1; with decision_weight too, the two multiply."""
+    from types import SimpleNamespace
+
+    from gui_jax.models.processor import ImageProcessor
+    from gui_jax.models.tokenizer import tiny_tokenizer
+    from gui_jax.rl.jax_policy import ChatEncoder
+    from gui_jax.train.pretrain import CurriculumStream, parse_curriculum, parse_mix
+    tok = tiny_tokenizer()
+    agent = SimpleNamespace(policy=SimpleNamespace(encoder=ChatEncoder(tok, ImageProcessor())))
+    pcfg = dc.replace(quickstart_prompt_config(40), answer_spaced=True)
+    make = lambda **kw: CurriculumStream(agent, pcfg, parse_curriculum("8-24@1"),  # noqa: E731
+                                         parse_mix("tap:1,read:1,launch:1"), batch_size=4, seed=5,
+                                         goals_per_screen=3, history=0.5, history_alone=True, **kw)
+    stream, both = make(action_weight=4.0), make(action_weight=4.0, decision_weight=30.0)
+    names = {"click", "answer", "open", "terminate"}
+    for i in range(16):
+        item, sample = stream.sources[0][i], stream[i]
+        words = [tok.decode([int(t)]) for t in sample.response_ids]
+        heavy = {k for k, w in enumerate(sample.token_weights) if w == 4.0}
+        assert set(sample.token_weights.tolist()) == {1.0, 4.0}
+        assert heavy == {k for k in range(4, len(words)) if words[k - 4:k] == ['{"', 'action', '":', ' "']}
+        assert {words[k] for k in heavy} <= names and len(heavy) == 1 + len(item["turns"])
+        if item.get("decision_alt"):   # asked alone: its one action name is the stop-or-act token, 4 x 30
+            assert sorted(set(both[i].token_weights.tolist())) == [1.0, 120.0]
+        else:
+            np.testing.assert_array_equal(both[i].token_weights, sample.token_weights)
+
+
 def test_history_alone_asks_an_item_with_earlier_steps_one_goal():
     """history_alone: an item whose first goal has earlier steps has no later turns (the agent's prompt has one
     goal); an item without them keeps its later turns, none of which carries earlier steps."""
