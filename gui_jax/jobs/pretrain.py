@@ -94,6 +94,13 @@ def agent_shape(config) -> str:
     return shape + (f", {m.num_key_value_heads} key/value heads" if m.get("num_key_value_heads") else "")
 
 
+def token_weights_line(cfg) -> str:
+    """The card's words for the loss weights of single response tokens (pretrain.decision_weight, action_weight)."""
+    decision, action = float(cfg.get("decision_weight", 1.0)), float(cfg.get("action_weight", 1.0))
+    return ((f"its stop-or-act token weighs {decision:g}; " if decision != 1.0 else "")
+            + (f"every action-name token weighs {action:g}; " if action != 1.0 else ""))
+
+
 def card_phases(text: str) -> list[str]:
     """A model card's phase sections, oldest first (see `parent_phases`)."""
     made = text.split("## How it was made", 1)[1] if "## How it was made" in text else ""
@@ -178,8 +185,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{'part-of-line answers (artist, priority); ' if cfg.get('part_answers', False) else ''}"
         f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"{'an item with earlier steps asks its first goal alone; ' if cfg.get('history_alone', False) else ''}"
-        f"{'its stop-or-act token weighs %s; ' % cfg.get('decision_weight') if cfg.get('decision_weight', 1.0) != 1.0 else ''}"
-        f"{'every action-name token weighs %s; ' % cfg.get('action_weight') if cfg.get('action_weight', 1.0) != 1.0 else ''}"
+        f"{token_weights_line(cfg)}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",
@@ -268,8 +274,8 @@ def run(config, workdir: str) -> None:
     if cfg.get("grow_from", ""):
         if config.model.checkpoint:
             raise RunError(f"pretrain.grow_from {cfg.grow_from!r} grows a snapshot into the preset's shape "
-                           f"(model.num_hidden_layers / intermediate_size / num_key_value_heads); model.checkpoint must then be '' "
-                           f"(got {config.model.checkpoint!r})")
+                           f"(model.num_hidden_layers / intermediate_size / num_key_value_heads); "
+                           f"model.checkpoint must then be '' (got {config.model.checkpoint!r})")
         agent.set_params(grown_from(cfg.grow_from, agent))
     try:
         from gui_jax.train.pretrain import pointer_layout

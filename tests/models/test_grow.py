@@ -72,7 +72,8 @@ def test_more_key_value_heads_keep_the_logits_each_a_copy_of_the_head_its_querie
         k_old, k_new = np.asarray(old[proj]["kernel"][...]), np.asarray(new[proj]["kernel"][...])
         for j, i in enumerate((0, 0, 1, 1)):
             np.testing.assert_array_equal(k_new[:, 32 * j:32 * (j + 1)], k_old[:, 32 * i:32 * (i + 1)])
-        np.testing.assert_array_equal(np.asarray(new[proj]["bias"][...])[64:96], np.asarray(old[proj]["bias"][...])[32:64])
+        np.testing.assert_array_equal(np.asarray(new[proj]["bias"][...])[64:96],
+                                      np.asarray(old[proj]["bias"][...])[32:64])
     with pytest.raises(ValueError, match=r"k_proj.*needs the head width"):
         grow_params(nnx.state(small, nnx.Param), fresh)
 

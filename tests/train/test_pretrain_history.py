@@ -168,6 +168,10 @@ def test_action_weight_weighs_every_goals_action_name_token_and_nothing_else():
                                          goals_per_screen=3, history=0.5, history_alone=True, **kw)
     stream, both = make(action_weight=4.0), make(action_weight=4.0, decision_weight=30.0)
     names = {"click", "answer", "open", "terminate"}
+    from gui_jax.jobs.pretrain import token_weights_line   # the card says what was weighted
+    assert token_weights_line({"action_weight": 4.0, "decision_weight": 30.0}) == \
+        "its stop-or-act token weighs 30; every action-name token weighs 4; "
+    assert token_weights_line({}) == ""
     for i in range(16):
         item, sample = stream.sources[0][i], stream[i]
         words = [tok.decode([int(t)]) for t in sample.response_ids]
