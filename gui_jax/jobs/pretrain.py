@@ -91,6 +91,8 @@ def grown_from(source: str, agent):
 def agent_shape(config) -> str:
     m, preset = config.model, "the preset's"
     shape = f"{m.get('num_hidden_layers') or preset} layers, MLP width {m.get('intermediate_size') or preset}"
+    if m.get("hidden_size"):
+        shape += f", width {m.hidden_size} with {m.get('num_attention_heads') or preset} heads"
     return shape + (f", {m.num_key_value_heads} key/value heads" if m.get("num_key_value_heads") else "")
 
 
@@ -274,7 +276,7 @@ def run(config, workdir: str) -> None:
     if cfg.get("grow_from", ""):
         if config.model.checkpoint:
             raise RunError(f"pretrain.grow_from {cfg.grow_from!r} grows a snapshot into the preset's shape "
-                           f"(model.num_hidden_layers / intermediate_size / num_key_value_heads); "
+                           f"(model.num_hidden_layers / intermediate_size / hidden_size / heads); "
                            f"model.checkpoint must then be '' (got {config.model.checkpoint!r})")
         agent.set_params(grown_from(cfg.grow_from, agent))
     try:

@@ -167,13 +167,15 @@ def _cast_floating(tree, dtype):
 
 
 def model_config_from(mcfg, dtype: Optional[str] = None, param_dtype: Optional[str] = None):
-    """The preset's Qwen25VLConfig with the config's depth / width / key-value-head / RoPE-base overrides and dtypes."""
+    """The preset's Qwen25VLConfig with the config's depth / width / head / RoPE-base overrides and dtypes."""
     cfg = preset(mcfg.preset)
-    text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size", "num_key_value_heads")
-                 if mcfg.get(k)}
+    text_over = {k: mcfg[k] for k in ("num_hidden_layers", "intermediate_size", "num_key_value_heads",
+                                      "hidden_size", "num_attention_heads") if mcfg.get(k)}
     if mcfg.get("rope_theta"):
         text_over["rope_theta"] = float(mcfg.rope_theta)
     vis_over = {"depth": mcfg.vision_depth} if mcfg.get("vision_depth") else {}
+    if mcfg.get("hidden_size"):   # the vision tower's output is the text stream's input
+        vis_over["out_hidden_size"] = int(mcfg.hidden_size)
     if vis_over.get("depth") and max(cfg.vision.fullatt_block_indexes) >= vis_over["depth"]:
         vis_over["fullatt_block_indexes"] = (vis_over["depth"] - 1,)
     if text_over or vis_over:

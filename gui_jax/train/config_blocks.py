@@ -91,6 +91,9 @@ MODEL = Block("model", [
       "'builtin:<name>' = a shipped one)", hf_dir),
     F("num_hidden_layers", 0, "> 0 overrides the preset's text depth", integer(0)),
     F("intermediate_size", 0, "> 0 overrides the preset's text MLP width", integer(0)),
+    F("hidden_size", 0, "> 0 overrides the preset's text residual width (with num_attention_heads: the head width "
+      "hidden_size / heads must stay the preset's, 32 for tiny; the vision output follows it)", integer(0)),
+    F("num_attention_heads", 0, "> 0 overrides the preset's text query heads", integer(0)),
     F("num_key_value_heads", 0, "> 0 overrides the preset's text key/value heads (a divisor of the query heads; "
       "the tiny preset's 4 undoes its grouped-query sharing of 2)", integer(0)),
     F("vision_depth", 0, "> 0 overrides the preset's vision depth", integer(0)),

@@ -96,6 +96,19 @@ def test_the_shipped_cards_phases_chain_from_random_weights_to_the_exported_upda
     assert spans[-1][1] == steps
 
 
+def test_width_and_head_overrides_build_a_wider_preset_whose_vision_output_follows():
+    """model.hidden_size / num_attention_heads / num_key_value_heads widen the preset's text stack (the shape
+    pretrain.grow_from grows a snapshot into); the vision tower's output width follows the text's."""
+    from gui_jax.rl.agent import model_config_from
+    from gui_jax.train.config_blocks import model_block
+    m = model_block()
+    m.hidden_size, m.num_attention_heads, m.num_key_value_heads = 192, 6, 3
+    cfg = model_config_from(m)
+    assert (cfg.text.hidden_size, cfg.text.num_attention_heads, cfg.text.num_key_value_heads,
+            cfg.text.head_dim, cfg.vision.out_hidden_size) == (192, 6, 3, 32, 192)
+    assert cfg.vision.hidden_size == model_config_from(model_block()).vision.hidden_size
+
+
 def test_rope_theta_override_builds_the_preset_with_that_base_and_exports_it():
     """model.rope_theta sets the random-init preset's text RoPE base (0 keeps the preset's), and the Hugging Face
     config a run exports carries it back to the loader."""
