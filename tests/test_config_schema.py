@@ -151,7 +151,7 @@ def test_block_defaults_are_the_ones_the_builders_had():
     assert rl.template_sampling == "uniform" and rl.template_sampling_floor == 0.2  # the plain shuffled draw
     assert rl.offline_reward == "rule" and rl.rm_checkpoint_dir == "" and rl.rm_scorer == "policy_likelihood"
     assert sft.micro_rows == rl.micro_rows == "fixed" and model.sample_batch_buckets == "powers_of_4"
-    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [16, 19, 23, 48, 11]
+    assert [len(b) for b in (model, prompt, sft, rl, mesh)] == [19, 19, 23, 48, 11]
     # None-able fields are typed FieldReferences: None and back, and no other type
     rl.dual_clip = None
     rl.dual_clip = 2.0
