@@ -59,16 +59,21 @@ def test_grown_model_computes_the_same_logits_and_keeps_the_old_weights():
         assert float(jnp.std(layers[i]["mlp"]["gate_proj"]["kernel"][...])) > 0.01
 
 
-def test_more_key_value_heads_keep_the_logits_each_a_copy_of_the_head_its_queries_shared():
-    small = _trained_like(_model(2, 384, seed=0), seed=1)
-    big = _model(2, 384, seed=2, kv_heads=4)
+def _grown_same_logits(small, big, atol: float = 2e-5):
+    """(grown params of `big`'s shape holding `small`'s, big's fresh params), after checking that the grown model's
+    logits are the small model's."""
     graphdef, fresh, rest = nnx.split(big, nnx.Param, ...)
     grown = grow_params(nnx.state(small, nnx.Param), fresh, head_dim=32)
-    big = nnx.merge(graphdef, grown, rest)
     ids = jax.random.randint(jax.random.key(3), (2, 37), 0, 4000)
-    want, got = small(ids).logits, big(ids).logits
+    want, got = small(ids).logits, nnx.merge(graphdef, grown, rest)(ids).logits
     assert float(jnp.abs(want).max()) > 1.0
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=atol)
+    return grown, fresh
+
+
+def test_more_key_value_heads_keep_the_logits_each_a_copy_of_the_head_its_queries_shared():
+    small = _trained_like(_model(2, 384, seed=0), seed=1)
+    grown, fresh = _grown_same_logits(small, _model(2, 384, seed=2, kv_heads=4))
     old = nnx.state(small, nnx.Param)["language_model"]["layers"][1]["self_attn"]
     new = grown["language_model"]["layers"][1]["self_attn"]
     for proj in ("k_proj", "v_proj"):   # query heads 0, 1 read old head 0; 2, 3 old head 1 -> new heads 0-3
@@ -88,14 +93,8 @@ def test_a_wider_residual_stream_with_more_heads_keeps_the_logits(kv_before, kv_
     old heads keep their key/value heads (same ratio), the new ones read at random and write nothing."""
     # the norms' epsilon is the one inexact part (added to a mean square the zeros made 2/3 as large): 0 here
     small = _trained_like(_model(2, 384, seed=0, kv_heads=kv_before, eps=0.0), seed=1)
-    big = _model(3, 576, seed=2, kv_heads=kv_after, hidden=192, heads=6, eps=0.0)
-    graphdef, fresh, rest = nnx.split(big, nnx.Param, ...)
-    grown = grow_params(nnx.state(small, nnx.Param), fresh, head_dim=32)
-    big = nnx.merge(graphdef, grown, rest)
-    ids = jax.random.randint(jax.random.key(3), (2, 37), 0, 4000)
-    want, got = small(ids).logits, big(ids).logits
-    assert float(jnp.abs(want).max()) > 1.0
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=5e-5)
+    grown, _ = _grown_same_logits(small, _model(3, 576, seed=2, kv_heads=kv_after, hidden=192, heads=6, eps=0.0),
+                                  atol=5e-5)
     old = nnx.state(small, nnx.Param)
     lm, lm_old = grown["language_model"], old["language_model"]
     assert not np.any(np.asarray(lm["embed_tokens"][...])[:, 128:])
