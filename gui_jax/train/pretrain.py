@@ -123,7 +123,7 @@ class CurriculumStream:
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
         self.decision_weight, self.action_weight = float(decision_weight), float(action_weight)
         self.action_prefix = np.asarray(self.encoder.tokenizer.encode('{"action": "'), np.int32) \
-            if self.action_weight != 1.0 else None
+            if self.action_weight != 1.0 or self.decision_weight != 1.0 else None
         self.pointers = PiecePointers(self.encoder.tokenizer, hops) if pointers or read_pointers else None
         self.tap_pointers, self.read_pointers = bool(pointers), bool(read_pointers)
         self.toggle_pointers = bool(pointers) and bool(toggle_pointers)
@@ -154,15 +154,15 @@ class CurriculumStream:
         i = int(i) + self.offset
         item = self.sources[self.stage_of(i // self.batch_size)][i]
         sample = encode_item(self.encoder, item).sample
-        if self.decision_weight != 1.0 and item.get("decision_alt"):
-            sample.token_weights = decision_weights(self.encoder, item, sample.response_ids, self.decision_weight)
-        if self.action_prefix is not None:
+        decides = self.decision_weight != 1.0 and item.get("earlier_steps", False)
+        if self.action_weight != 1.0 or decides:
             names = action_name_positions(sample.response_ids, self.action_prefix)
             if not names.size:
                 raise ValueError(f"pretraining item {i}: no action name in its response (no {{\"action\": \" ...)")
-            weights = np.ones(sample.response_ids.size, np.float32) if sample.token_weights is None \
-                else sample.token_weights
+            weights = np.ones(sample.response_ids.size, np.float32)
             weights[names] *= self.action_weight
+            if decides:   # the first goal's action name: terminate or act after its earlier steps
+                weights[names[0]] *= self.decision_weight
             sample.token_weights = weights
         # toggle items click a switch / checkbox line that shows more than the goal's label: their hops key on
         # the named part (toggle_pointers), else they have none
@@ -187,21 +187,6 @@ def action_name_positions(response_ids, prefix) -> np.ndarray:
         return np.zeros(0, np.int64)
     windows = np.lib.stride_tricks.sliding_window_view(ids[:-1], k)
     return np.flatnonzero((windows == np.asarray(prefix)).all(axis=1)) + k
-
-
-def decision_weights(encoder, item: dict, response_ids, weight: float) -> np.ndarray:
-    """float32 [R]: 1, and `weight` at the first response token where the item's response and the other choice's
-    (`decision_alt`: terminate for an acting goal, the goal's action for a done one) differ."""
-    alt = np.asarray(encoder.encode((item["messages"], []), item["decision_alt"]).response_ids)
-    ids = np.asarray(response_ids)
-    n = min(len(alt), len(ids))
-    differ = np.flatnonzero(alt[:n] != ids[:n])
-    if not differ.size:
-        raise ValueError(f"pretraining item {item.get('index')}: its response and the other choice "
-                         f"{item['decision_alt']!r} share every token, so no token decides between them")
-    out = np.ones(len(ids), np.float32)
-    out[int(differ[0])] = weight
-    return out
 
 
 def exact_match_fn(graphdef, rest):

@@ -238,11 +238,6 @@ class PretrainSource:
         goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
         obs = scr.observation
         steps, done = self._history(rng, obs, layout, action)
-        # with earlier steps the response's action name is the stop-or-act decision: the other choice's response
-        # (no rng draw) tells which token decides (CurriculumStream's decision_weight)
-        alt = None if not steps else (expert_response(TERMINATE, obs, self.cfg) if not done else
-                                      expert_response(action, obs, self.cfg,
-                                                      element=action.element if action.type == "click" else None))
         if done:
             action, answer = TERMINATE, None
         messages, _ = build_messages(goal, [(None, r) for r in steps], obs, self.cfg)
@@ -263,7 +258,7 @@ class PretrainSource:
                               "target": expert_response(a, obs, self.cfg, element=el),
                               "target_element": el, "answer": ans, "label": slot.label})
         return {"messages": messages, "target": target, "objective": obj, "goal": goal, "layout": layout,
-                "done": done, "decision_alt": alt,
+                "done": done, "earlier_steps": bool(steps),   # the first action name then decides stop or act
                 "label": scr.target.label, "target_element": element, "answer": answer,
                 "label_element": scr.label_element, "value_element": scr.value_element,
                 "ui_text": ui_text(obs, self.cfg), "ui_span": ui_span(messages),

@@ -179,7 +179,7 @@ def test_action_weight_weighs_every_goals_action_name_token_and_nothing_else():
         assert set(sample.token_weights.tolist()) == {1.0, 4.0}
         assert heavy == {k for k in range(4, len(words)) if words[k - 4:k] == ['{"', 'action', '":', ' "']}
         assert {words[k] for k in heavy} <= names and len(heavy) == 1 + len(item["turns"])
-        if item.get("decision_alt"):   # asked alone: its one action name is the stop-or-act token, 4 x 30
+        if item.get("earlier_steps"):   # asked alone: its one action name is the stop-or-act token, 4 x 30
             assert sorted(set(both[i].token_weights.tolist())) == [1.0, 120.0]
         else:
             np.testing.assert_array_equal(both[i].token_weights, sample.token_weights)

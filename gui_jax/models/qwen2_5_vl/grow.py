@@ -57,13 +57,11 @@ def _widened_norm(old, width: int):
   return jnp.concatenate([old * factor, jnp.full((width - old.shape[0],), factor, old.dtype)])
 
 
-def _check_head_ratio(have: dict, want: dict, head_dim: int | None) -> None:
+def _check_head_ratio(have: dict, want: dict) -> None:
   """A wider model's old query heads keep their key/value heads only if heads / kv heads is unchanged."""
   for name, k in want.items():
     if name.endswith("['k_proj']['kernel'].value") and name in have:
       q = name.replace("k_proj", "q_proj")
-      if not head_dim:
-        raise ValueError(f"cannot widen {name}: the heads' width (head_dim) is needed")
       before = have[q].shape[-1] // have[name].shape[-1]
       after = want[q].shape[-1] // k.shape[-1]
       if before != after:
@@ -87,7 +85,7 @@ def grow_params(small, fresh, head_dim: int | None = None):
   width = want[embed].shape[-1] if embed in want else None
   wide = embed in have and width != have[embed].shape[-1]
   if wide:
-    _check_head_ratio(have, want, head_dim)
+    _check_head_ratio(have, want)
 
   def one(path, x):
     name = jax.tree_util.keystr(path)
