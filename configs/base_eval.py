@@ -40,6 +40,9 @@ def get_config():
         # probability that an item an app page serves (tap, read, state, toggle) is drawn on one of PhoneSim's own
         # app pages with generator labels (pretrain_apps.py), as the pretraining stream does; 0 = generic layouts
         "app_pages": 0.0,
+        # the label pool the synthetic items draw from: reading_eval (held out: no word pretraining sampled) |
+        # train (the pretraining pool: the gap between the two is how much of a skill is memorised words)
+        "label_pool": "reading_eval",
         "seed": 0,          # item seed; the pretrain job's own reading eval uses seed + 7919 (other items)
         "phonesim": True,   # also score clicks on the held-out PhoneSim screens
         # also score the answer-or-stop decision (phonesim_stop): every held-out step after the first, prompted

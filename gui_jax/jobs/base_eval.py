@@ -5,7 +5,8 @@
 Two parts, each a list of (prompt, right answer) items the agent answers greedily (temperature 0, batched
 through `agent.policy.generate`, `model.max_new_tokens` new tokens):
   reading    `base_eval.n` items per objective in `base_eval.objectives` from `reading_eval_items` (labels
-             from the `reading_eval` pool, which pretraining never samples) on screens of
+             from `base_eval.label_pool`: `reading_eval`, which pretraining never samples, or `train`, its own
+             pool, to measure how much of a skill is memorised words) on screens of
              `base_eval.lines_range` lines with `base_eval.shared_word_prob` distractors, on PhoneSim's own app
              pages with probability `base_eval.app_pages`; `score` decides.
   phonesim   every expert click on an element in the held-out (test) episodes of the data block (the
@@ -100,11 +101,15 @@ def settings(config) -> dict:
     if layout and not (set(objectives) & {"tap", "read"}):
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
+    from gui_jax.train.pretrain_labels import POOLS
+    pool = b.get("label_pool", "reading_eval")
+    if pool not in POOLS:
+        raise RunError(f"config.base_eval.label_pool = {pool!r}: expected one of {', '.join(POOLS)}")
     if b.get("stops", False) and not b.phonesim:
         raise RunError("config.base_eval.stops = True scores PhoneSim's held-out steps: it needs phonesim=True")
     return {"n": n, "objectives": objectives, "lines_range": lines, "shared_word_prob": p, "app_pages": app_pages,
             "seed": int(b.seed), "phonesim": bool(b.phonesim), "stops": bool(b.get("stops", False)),
-            "compare_to": str(b.get("compare_to", "")),
+            "compare_to": str(b.get("compare_to", "")), "label_pool": pool,
             "pointer_layout": layout, "attention_items": min(attention_items, n)}
 
 
@@ -127,7 +132,7 @@ def reading_items(s: dict, pcfg) -> dict[str, list[dict]]:
     try:
         return {o: reading_eval_items(s["n"], s["lines_range"], s["shared_word_prob"], seed=s["seed"],
                                       prompt_cfg=reading_prompt_config(pcfg, s["lines_range"]), objectives=(o,),
-                                      app_pages=s["app_pages"])
+                                      app_pages=s["app_pages"], pool=s["label_pool"])
                 for o in s["objectives"]}
     except ValueError as e:   # a prompt block the synthetic screens cannot be written in (dialect, observation)
         raise RunError(f"base_eval reading items: {e}") from None
@@ -339,7 +344,7 @@ def score_reading(policy, items: dict[str, list[dict]], s: dict, *, max_new_toke
             responses += response_rows(obj, its, texts, hits)
         out[obj] = summary(hits, part="reading", malformed=sum(bad),
                            items=items_digest([it["messages"] for it in its], [it["target"] for it in its]),
-                           pool="reading_eval", lines_range=list(s["lines_range"]),
+                           pool=s["label_pool"], lines_range=list(s["lines_range"]),
                            screen_lines=[min(it["n_lines"] for it in its), max(it["n_lines"] for it in its)],
                            shared_word_prob=s["shared_word_prob"], app_pages=s["app_pages"],
                            examples=texts[:3], targets_over_max_new_tokens=cut)
@@ -477,7 +482,8 @@ def format_table(results: dict) -> str:
         if r["part"] == "reading":
             a, b = r["lines_range"]
             screens = (f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g}"
-                       + (f", app pages p {r['app_pages']:g}" if r.get("app_pages") else "") + " (reading_eval labels)")
+                       + (f", app pages p {r['app_pages']:g}" if r.get("app_pages") else "")
+                       + f" ({r.get('pool', 'reading_eval')} labels)")
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"

@@ -412,15 +412,16 @@ def _later_turns(encoder, item: dict, prompt_ids, first_response) -> np.ndarray:
 # ---- reading evaluation ------------------------------------------------------------------------------------
 def reading_eval_items(n: int, lines_range: tuple[int, int] = (4, 24), shared_word_prob: float = 0.0,
                        seed: int = 0, prompt_cfg: Optional[PromptConfig] = None,
-                       objectives: Sequence[str] = ("tap", "read"), app_pages: float = 0.0) -> list[dict]:
-    """n items from the `reading_eval` pool (no word of the train pool): equal shares of `objectives`, on
+                       objectives: Sequence[str] = ("tap", "read"), app_pages: float = 0.0,
+                       pool: str = "reading_eval") -> list[dict]:
+    """n items from `pool` (default `reading_eval`: no word of the train pool): equal shares of `objectives`, on
     PhoneSim's app pages with probability app_pages (PretrainSource). prompt_cfg defaults to the quickstart's with
     max_ui_lines raised to lines_range[1] where needed."""
     lo, hi = lines_range
     cfg = prompt_cfg or quickstart_prompt_config(max_ui_lines=max(24, int(hi)))
     src = PretrainSource(cfg, ObjectiveMix({o: 1.0 for o in objectives}),
                          Difficulty(min_lines=lo, max_lines=hi, shared_word_prob=shared_word_prob),
-                         pool="reading_eval", seed=seed, app_pages=app_pages)
+                         pool=pool, seed=seed, app_pages=app_pages)
     return [src[i] for i in range(int(n))]
 
 

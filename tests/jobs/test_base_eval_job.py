@@ -93,6 +93,28 @@ def test_app_pages_draw_the_reading_items_on_phonesims_app_pages():
         base_eval.settings(config)
 
 
+def test_label_pool_draws_the_reading_items_from_the_named_pool():
+    """base_eval.label_pool reaches the items: every word of a `train` item's target label is a train-pool word
+    and every word of a default item's a reading_eval word; another name is refused by name."""
+    from gui_jax.train.pretrain_labels import FORMAT_WORDS, pool_of
+    config = tiny_config(untrained=True)
+    config.base_eval.objectives, config.base_eval.n = ("tap",), 12
+    pcfg = PromptConfig(**config.prompt.to_dict())
+    held_out = base_eval.reading_items(base_eval.settings(config), pcfg)["tap"]
+    config.base_eval.label_pool = "train"
+    s = base_eval.settings(config)
+    assert s["label_pool"] == "train"
+    own = base_eval.reading_items(s, pcfg)["tap"]
+
+    def pools(items):   # the pools of the target labels' words (values hash as wholes: left out)
+        return {pool_of(w.strip("'()-").lower()) for it in items for w in it["label"].split()
+                if w.isalpha() and w.lower() not in FORMAT_WORDS}
+    assert pools(own) == {"train"} and pools(held_out) == {"reading_eval"}
+    config.base_eval.label_pool = "test"
+    with pytest.raises(RunError, match=r"config.base_eval.label_pool = 'test': expected one of train, reading_eval"):
+        base_eval.settings(config)
+
+
 def test_hits_are_counted_exactly_when_the_response_is_right(tmp_path, monkeypatch, capsys):
     """Scripted responses: the expert's for items 0, 3, 6, ..., a wrong element / value for 1, 4, 7, ...,
     unparsable text for the rest; the counts and Wilson bounds must follow exactly."""
