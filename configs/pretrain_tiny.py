@@ -84,6 +84,11 @@ def get_config():
         # the loss weight of every goal's action-name token (click / answer / open / terminate), the one token that
         # decides between tapping and reading; 1 = as every token (unchanged)
         "action_weight": 1.0,
+        # probability that a read item's label words (every word of the screen's labels and values, in the goals
+        # and answers too) are swapped for fresh made-up words of 1-3 pieces, one draw per item
+        # (train/pretrain_relabel.py): the base read train-pool labels 0.93 and held-out ones 0.85 (memorised
+        # token sequences, experiments/results/pretrain_m1.md); 0 = unchanged
+        "relabel": 0.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

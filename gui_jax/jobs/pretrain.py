@@ -188,6 +188,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"{'an item with earlier steps asks its first goal alone; ' if cfg.get('history_alone', False) else ''}"
         f"{token_weights_line(cfg)}"
+        f"{'read items relabelled with probability %g; ' % cfg.get('relabel') if cfg.get('relabel', 0.0) else ''}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",

@@ -32,6 +32,9 @@ from gui_jax.train.attention_pointers import PiecePointers, parse_layout
 from gui_jax.train.pretrain_data import (OBJECTIVES, Difficulty, ObjectiveMix, PretrainSource, encode_item,
                                          reading_eval_items)
 from gui_jax.train.pretrain_labels import LABEL_KINDS
+from gui_jax.train.pretrain_relabel import relabel_item
+
+RELABEL_STREAM = 0x5EAB   # the third seed word of a read item's relabelling draws (its own stream)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +106,7 @@ class CurriculumStream:
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
                  page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
                  history: float = 0.0, history_alone: bool = False, decision_weight: float = 1.0,
-                 action_weight: float = 1.0):
+                 action_weight: float = 1.0, relabel: float = 0.0):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -117,11 +120,15 @@ class CurriculumStream:
         decides between stopping and acting in an item with earlier steps (1: as every token; among ~1,500
         response tokens an update that single token was not learnt, experiments/results/pretrain_m1.md).
         action_weight: the loss weight of every goal's action-name token (click / answer / open / terminate: the
-        token after `{"action": "`), the one token that decides between tapping and reading."""
+        token after `{"action": "`), the one token that decides between tapping and reading. relabel: the
+        probability that a read item's label words are swapped for fresh made-up words (train/pretrain_relabel.py)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
         self.decision_weight, self.action_weight = float(decision_weight), float(action_weight)
+        if not isinstance(relabel, (int, float)) or isinstance(relabel, bool) or not 0.0 <= relabel <= 1.0:
+            raise ValueError(f"pretrain.relabel = {relabel!r}: expected a probability in [0, 1]")
+        self.relabel_p, self.seed = float(relabel), int(seed)
         self.action_prefix = np.asarray(self.encoder.tokenizer.encode('{"action": "'), np.int32) \
             if self.action_weight != 1.0 or self.decision_weight != 1.0 else None
         self.pointers = PiecePointers(self.encoder.tokenizer, hops) if pointers or read_pointers else None
@@ -153,6 +160,10 @@ class CurriculumStream:
     def __getitem__(self, i: int):
         i = int(i) + self.offset
         item = self.sources[self.stage_of(i // self.batch_size)][i]
+        if self.relabel_p > 0 and item["objective"] == "read":   # no draw at 0: streams unchanged
+            rng = np.random.default_rng((self.seed, i, RELABEL_STREAM))
+            if rng.random() < self.relabel_p:
+                item = relabel_item(item, rng)
         sample = encode_item(self.encoder, item).sample
         decides = self.decision_weight != 1.0 and item.get("earlier_steps", False)
         if self.action_weight != 1.0 or decides:
@@ -371,7 +382,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               history=float(cfg.get("history", 0.0)),
                               history_alone=bool(cfg.get("history_alone", False)),
                               decision_weight=float(cfg.get("decision_weight", 1.0)),
-                              action_weight=float(cfg.get("action_weight", 1.0)))
+                              action_weight=float(cfg.get("action_weight", 1.0)),
+                              relabel=float(cfg.get("relabel", 0.0)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}
