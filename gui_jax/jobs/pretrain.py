@@ -103,6 +103,12 @@ def token_weights_line(cfg) -> str:
             + (f"every action-name token weighs {action:g}; " if action != 1.0 else ""))
 
 
+def relabel_line(cfg) -> str:
+    """The card's words for pretrain.relabel (read items with fresh made-up label words)."""
+    p = float(cfg.get("relabel", 0.0))
+    return f"read items relabelled with fresh made-up words with probability {p:g}; " if p else ""
+
+
 def card_phases(text: str) -> list[str]:
     """A model card's phase sections, oldest first (see `parent_phases`)."""
     made = text.split("## How it was made", 1)[1] if "## How it was made" in text else ""
@@ -188,7 +194,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"{'an item with earlier steps asks its first goal alone; ' if cfg.get('history_alone', False) else ''}"
         f"{token_weights_line(cfg)}"
-        f"{'read items relabelled with probability %g; ' % cfg.get('relabel') if cfg.get('relabel', 0.0) else ''}"
+        f"{relabel_line(cfg)}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",

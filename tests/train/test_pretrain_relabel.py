@@ -97,3 +97,9 @@ def test_relabel_zero_leaves_the_stream_unchanged_and_a_bad_probability_is_refus
         assert np.array_equal(before[i].response_ids, zero[i].response_ids)
     with pytest.raises(ValueError, match=r"pretrain.relabel = 1.5: expected a probability in \[0, 1\]"):
         _stream(1.5)
+
+
+def test_the_card_names_the_relabelling():
+    from gui_jax.jobs.pretrain import relabel_line
+    assert relabel_line({"relabel": 0.5}) == "read items relabelled with fresh made-up words with probability 0.5; "
+    assert relabel_line({}) == ""
