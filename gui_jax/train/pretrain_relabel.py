@@ -75,7 +75,8 @@ def fresh_words(rng: np.random.Generator, olds: list[str], taken: set[str]) -> d
 
 def relabel_item(item: dict, rng: np.random.Generator) -> dict:
     """A copy of a PretrainSource item (tap / read / state / toggle: one with `ui_span`) whose label words are
-    fresh (module doc): messages, targets, goals, turns and the answer rewritten alike; ui_span recomputed."""
+    fresh (module doc): messages, targets, goals, turns and the answer rewritten alike; ui_span recomputed. The
+    drawn screen object (`observation`) is left as drawn: the encoding and the pointers read the texts only."""
     from gui_jax.train.pretrain_data import ui_span
     m, c, start, end = item["ui_span"]
     ui = item["messages"][m]["content"][c]["text"][start:end]
