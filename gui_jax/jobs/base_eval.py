@@ -5,10 +5,9 @@
 Two parts, each a list of (prompt, right answer) items the agent answers greedily (temperature 0, batched
 through `agent.policy.generate`, `model.max_new_tokens` new tokens):
   reading    `base_eval.n` items per objective in `base_eval.objectives` from `reading_eval_items` (labels
-             from `base_eval.label_pool`: `reading_eval`, which pretraining never samples, or `train`, its own
-             pool, to measure how much of a skill is memorised words) on screens of
-             `base_eval.lines_range` lines with `base_eval.shared_word_prob` distractors, on PhoneSim's own app
-             pages with probability `base_eval.app_pages`; `score` decides.
+             from `base_eval.label_pool`: `reading_eval`, never pretrained on, or `train`: the gap is memorised
+             words) on screens of `base_eval.lines_range` lines, `base_eval.shared_word_prob` distractors, on
+             PhoneSim's app pages with probability `base_eval.app_pages`; `score` decides.
   phonesim   every expert click on an element in the held-out (test) episodes of the data block (the
              quickstart's templates, split and test seeds), prompted as the quickstart agent is (goal + this
              screen, no history, `config.prompt`); a hit when the response clicks the expert's element.
@@ -71,7 +70,7 @@ SUBSETS = {"named": ("the goal names the element", "clicks on an element the goa
 
 def settings(config) -> dict:
     """The validated `base_eval` block (one-line RunError for a bad field, before any model is built)."""
-    from gui_jax.train.pretrain_data import OBJECTIVES
+    from gui_jax.train.pretrain_data import OBJECTIVES, POOLS
     from gui_jax.train.pretrain_screens import MAX_LINES, MIN_LINES
     b = config.base_eval
     n, objectives = b.n, tuple(b.objectives)
@@ -101,9 +100,7 @@ def settings(config) -> dict:
     if layout and not (set(objectives) & {"tap", "read"}):
         raise RunError(f"config.base_eval.pointer_layout is set but objectives {objectives!r} have no tap or read "
                        "items to point at")
-    from gui_jax.train.pretrain_labels import POOLS
-    pool = b.get("label_pool", "reading_eval")
-    if pool not in POOLS:
+    if (pool := b.get("label_pool", "reading_eval")) not in POOLS:
         raise RunError(f"config.base_eval.label_pool = {pool!r}: expected one of {', '.join(POOLS)}")
     if b.get("stops", False) and not b.phonesim:
         raise RunError("config.base_eval.stops = True scores PhoneSim's held-out steps: it needs phonesim=True")
@@ -481,9 +478,9 @@ def format_table(results: dict) -> str:
         lo, hi = r["wilson95"]
         if r["part"] == "reading":
             a, b = r["lines_range"]
-            screens = (f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g}"
-                       + (f", app pages p {r['app_pages']:g}" if r.get("app_pages") else "")
-                       + f" ({r.get('pool', 'reading_eval')} labels)")
+            pages = f", app pages p {r['app_pages']:g}" if r.get("app_pages") else ""
+            pool = r.get("pool", "reading_eval")
+            screens = f"{a}-{b} lines, shared-word p {r['shared_word_prob']:g}{pages} ({pool} labels)"
         else:
             a, b = r["screen_lines"]
             lines = a if a == b else f"{a}-{b}"

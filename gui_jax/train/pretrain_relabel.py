@@ -95,8 +95,7 @@ def relabel_item(item: dict, rng: np.random.Generator) -> dict:
         for key in ("target", "goal", "message", "label", "answer"):
             if isinstance(holder.get(key), str):
                 holder[key] = swap(holder[key])
-    for key in ("ui_text",):
-        if isinstance(out.get(key), str):
-            out[key] = swap(out[key])
+    if isinstance(out.get("ui_text"), str):
+        out["ui_text"] = swap(out["ui_text"])
     out["ui_span"] = ui_span(out["messages"])
     return out
