@@ -89,6 +89,10 @@ def get_config():
         # (train/pretrain_relabel.py): the base read train-pool labels 0.93 and held-out ones 0.85 (memorised
         # token sequences, experiments/results/pretrain_m1.md); 0 = unchanged
         "relabel": 0.0,
+        # probability that a read goal is a command without "?" ("Read the price of X.", train/pretrain_labels.py
+        # READ_IMPERATIVE): the bases clicked on base_eval's one such phrasing (~90 % of its items), the "?" deciding
+        # between answering and tapping; 0 = unchanged
+        "read_imperative": 0.0,
         # stages min-max@p:steps (p: distractors share a word with the target); the last runs to the end
         "curriculum": "4-8@0:2000,4-16@0.3:4000,8-24@0.6:6000,12-40@1",
         "eval_every": 250,              # updates between reading evaluations (held-out labels)

@@ -104,9 +104,11 @@ def token_weights_line(cfg) -> str:
 
 
 def relabel_line(cfg) -> str:
-    """The card's words for pretrain.relabel (read items with fresh made-up label words)."""
-    p = float(cfg.get("relabel", 0.0))
-    return f"read items relabelled with fresh made-up words with probability {p:g}; " if p else ""
+    """The card's words for pretrain.relabel (read items with fresh made-up label words) and
+    pretrain.read_imperative (read goals written as commands)."""
+    p, q = float(cfg.get("relabel", 0.0)), float(cfg.get("read_imperative", 0.0))
+    return (f"read items relabelled with fresh made-up words with probability {p:g}; " if p else "") + \
+        (f"read goals written as commands (no question mark) with probability {q:g}; " if q else "")
 
 
 def card_phases(text: str) -> list[str]:

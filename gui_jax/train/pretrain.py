@@ -106,7 +106,8 @@ class CurriculumStream:
                  hops: Optional[Sequence[str]] = None, toggle_pointers: bool = False, launch_goals: str = "topics",
                  page_answers: bool = False, token_values: float = 0.0, part_answers: bool = False,
                  history: float = 0.0, history_alone: bool = False, decision_weight: float = 1.0,
-                 action_weight: float = 1.0, relabel: float = 0.0):
+                 action_weight: float = 1.0, relabel: float = 0.0,
+                 read_imperative: float = 0.0):
         """first_step: the stream starts at update `first_step` (its items and stage), for a run that continues
         from a weights-only snapshot taken there. goals_per_screen: goals answered per screen (PretrainSource).
         pointers: tap and home items carry their attention pointers (train/attention_pointers.py); with
@@ -121,7 +122,8 @@ class CurriculumStream:
         response tokens an update that single token was not learnt, experiments/results/pretrain_m1.md).
         action_weight: the loss weight of every goal's action-name token (click / answer / open / terminate: the
         token after `{"action": "`), the one token that decides between tapping and reading. relabel: the
-        probability that a read item's label words are swapped for fresh made-up words (train/pretrain_relabel.py)."""
+        probability that a read item's label words are swapped for fresh made-up words (train/pretrain_relabel.py).
+        read_imperative: the share of read goals written as commands (PretrainSource)."""
         # the policy's picklable encoder, not the agent: data-loading worker processes get a copy of the stream
         self.encoder = getattr(agent.policy, "encoder", agent.policy)
         self.batch_size, self.offset = int(batch_size), int(first_step) * int(batch_size)
@@ -138,7 +140,8 @@ class CurriculumStream:
                                        goals_per_screen=goals_per_screen, app_pages=app_pages,
                                        launch_goals=launch_goals, page_answers=page_answers,
                                        token_values=token_values, part_answers=part_answers,
-                                       history=history, history_alone=history_alone) for s in stages]
+                                       history=history, history_alone=history_alone,
+                                       read_imperative=read_imperative) for s in stages]
         ends, at = [], 0
         for s in stages:
             at = at + s.steps if s.steps is not None else None
@@ -383,7 +386,8 @@ def train_pretrain(agent, cfg, prompt_cfg: PromptConfig, *, workdir: str, logger
                               history_alone=bool(cfg.get("history_alone", False)),
                               decision_weight=float(cfg.get("decision_weight", 1.0)),
                               action_weight=float(cfg.get("action_weight", 1.0)),
-                              relabel=float(cfg.get("relabel", 0.0)))
+                              relabel=float(cfg.get("relabel", 0.0)),
+                              read_imperative=float(cfg.get("read_imperative", 0.0)))
     # held-out reading on the last stage's screens (the target) and, while the curriculum is before it, on the
     # first stage's (where progress shows first); metric names reading_acc* and first_stage/reading_acc*
     evals = {"": stages[-1].difficulty, "first_stage/": stages[0].difficulty}

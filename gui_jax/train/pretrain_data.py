@@ -34,7 +34,7 @@ from gui_jax.rl.batch import TrainSample
 from gui_jax.rl.prompting import (PromptConfig, build_messages, compact_history, expert_response, model_text,
                                   ui_text, word_spaced)
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
-                                           READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
+                                           READ_IMPERATIVE, READ_IMPERATIVE_BY_KIND, READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, PAGE_APP, app_serves, build_app_screen
 from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, draw_kind,
@@ -130,7 +130,7 @@ class PretrainSource:
                  pool: str = "train", seed: int = 0, ui_loss_weight: float = 1.0, goals_per_screen: int = 1,
                  app_pages: float = 0.0, launch_goals: str = "topics", page_answers: bool = False,
                  token_values: float = 0.0, part_answers: bool = False, history: float = 0.0,
-                 history_alone: bool = False):
+                 history_alone: bool = False, read_imperative: float = 0.0):
         """goals_per_screen: up to this many goals about one screen, the later ones as further chat turns
         (`turns`), each answered by the expert (fewer when the screen has fewer unique targets).
         app_pages: the probability that an item whose objective an app page serves (pretrain_apps.APP_SERVES)
@@ -144,7 +144,9 @@ class PretrainSource:
         history: the probability that a goal carries earlier steps (`_history`; 0: streams unchanged).
         history_alone: only an item's first goal draws earlier steps, and an item that has them asks that goal
         alone (no later turns), as the agent's prompt does: among later goals the first goal's answer-or-stop step
-        is not learnt (lookup_probe `done_share`; False: streams unchanged)."""
+        is not learnt (lookup_probe `done_share`; False: streams unchanged).
+        read_imperative: the probability that a read goal is a command without "?" (pretrain_labels.READ_IMPERATIVE:
+        "Read the price of X.") instead of a question (0: streams unchanged)."""
         if not isinstance(prompt_cfg, PromptConfig):
             raise ValueError(f"prompt_cfg must be a PromptConfig, got {type(prompt_cfg).__name__}")
         if prompt_cfg.observation != "ui_text":
@@ -191,6 +193,8 @@ class PretrainSource:
             raise ValueError(f"history > 0 writes the compact history lines; prompt_cfg.history_mode is "
                              f"{prompt_cfg.history_mode!r}")
         self.history, self.history_alone = float(history), bool(history_alone)
+        _check_probability("read_imperative", read_imperative)
+        self.read_imperative = float(read_imperative)
         self.app_serves = app_serves(self.page_answers, self.part_answers)
         self.pool = label_pool(pool)
         self.label_kinds = dict(d.label_kinds or DEFAULT_LABEL_KINDS)
@@ -235,7 +239,7 @@ class PretrainSource:
             scr = build_screen(rng, self.pool, self.cfg, layout=layout, need=need, n_lines=n,
                                shared_word_prob=d.shared_word_prob, label_kinds=self.label_kinds,
                                with_others=self.goals_per_screen > 1, token_values=self.token_values)
-        goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element)
+        goal, action, answer = _goal_and_action(rng, need, scr.target, scr.tap_element, self.read_imperative)
         obs = scr.observation
         steps, done = self._history(rng, obs, layout, action)
         if done:
@@ -249,7 +253,7 @@ class PretrainSource:
             k = min(self.goals_per_screen - 1, len(scr.others))
             for j in rng.permutation(len(scr.others))[:k]:
                 slot, _, tap, _ = scr.others[int(j)]
-                g, a, ans = _goal_and_action(rng, need, slot, tap)
+                g, a, ans = _goal_and_action(rng, need, slot, tap, self.read_imperative)
                 s_steps, s_done = ([], False) if self.history_alone else self._history(rng, obs, layout, a)
                 if s_done:
                     a, ans = TERMINATE, None
@@ -321,8 +325,10 @@ def _pick(rng, options: Sequence[str]) -> str:
     return options[int(rng.integers(len(options)))]
 
 
-def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str, Action, Optional[str]]:
-    """(goal text, expert action, answer or None) for slot `s` of a screen (tap_element: its tap element)."""
+def _goal_and_action(rng, need: str, s, tap_element: Optional[int],
+                     read_imperative: float = 0.0) -> tuple[str, Action, Optional[str]]:
+    """(goal text, expert action, answer or None) for slot `s` of a screen (tap_element: its tap element); a read
+    goal is a command with probability read_imperative (PretrainSource)."""
     extra = tuple(s.goals.get(need, ()))   # an app page's own phrasings (none on the generic layouts)
     if need in ("tap", "home"):
         goal = _pick(rng, (TAP_GOALS if need == "tap" else HOME_GOALS) + extra).format(L=s.label)
@@ -333,6 +339,9 @@ def _goal_and_action(rng, need: str, s, tap_element: Optional[int]) -> tuple[str
     if need == "read":
         # a value that is part of a line ("part") is asked only in its page's own phrasing
         options = READ_GOALS.get(s.value_kind, ()) + READ_WHERE.get(s.where, ()) + extra
+        generic = READ_GOALS.get(s.value_kind) or READ_WHERE.get(s.where)
+        if read_imperative > 0 and generic and rng.random() < read_imperative:   # no draw at 0: streams unchanged
+            options = READ_IMPERATIVE + READ_IMPERATIVE_BY_KIND.get(s.value_kind, ())
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value
     polarity = True if s.state_kind == "tab" else bool(rng.random() < 0.5)
     answer = YES if s.state == polarity else NO

@@ -60,6 +60,18 @@ READ_GOALS = {
     "words": ("What does {L} say?",),
     "phrase": ("What does {L} say?",),
 }
+# read goals as commands, no question mark (pretrain.read_imperative): every read goal above but one ends in "?" and
+# every tap goal does not, so a base may decide answer-or-click by the "?"; it clicked on "Read the value of {L}." in
+# ~90 % of base_eval's items. Only words of the phrasings above (goal_words unchanged, so the label pools are too).
+READ_IMPERATIVE = ("Read the value of {L}.", "Show the value of {L}.", "Read what is shown for {L}.")
+READ_IMPERATIVE_BY_KIND = {
+    "price": ("Read the price of {L}.", "Show the price of {L}."),
+    "time": ("Read the time of {L}.",),
+    "date": ("Read the date of {L}.",),
+    "percent": ("Read the percentage of {L}.",),
+    "number": ("Read the number shown for {L}.", "Read the count for {L}."),
+    "name": ("Read who is listed for {L}.",),
+}
 # by where the value sits relative to its label (any kind)
 READ_WHERE = {"below": ("What is written under {L}?", "What is the value of {L}?", "What is shown for {L}?"),
               "beside": ("What is shown next to {L}?", "What is the value of {L}?", "Read the value of {L}."),
@@ -92,6 +104,7 @@ def goal_words() -> frozenset[str]:
     """Every word of our goal phrasings and answers: kept out of labels so a goal's only label words are the label."""
     texts = [*TAP_GOALS, *HOME_GOALS, *(t for v in READ_GOALS.values() for t in v),
              *(t for v in READ_WHERE.values() for t in v), *(t for v in STATE_GOALS.values() for t in v),
+             *READ_IMPERATIVE, *(t for v in READ_IMPERATIVE_BY_KIND.values() for t in v),
              *(t for v in TOGGLE_GOALS.values() for t in v), YES, NO]
     return frozenset(w for t in texts for w in _words_of(t))
 

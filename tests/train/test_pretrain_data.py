@@ -78,6 +78,30 @@ def test_read_items_answer_the_value_shown_with_the_named_row():
         assert action.type == "answer" and action.text == " " + it["answer"]  # spaced, as the base writes it
 
 
+def test_read_imperative_writes_read_goals_as_commands_of_goal_words_only():
+    """read_imperative=1: every generic read goal is a command without "?" that names the label and is answered,
+    of words the goal phrasings already had (so the label pools are unchanged); 0 leaves the stream as it was."""
+    from gui_jax.train.pretrain_labels import (READ_GOALS, READ_IMPERATIVE, READ_IMPERATIVE_BY_KIND, READ_WHERE,
+                                               goal_words)
+    commands = {*READ_IMPERATIVE, *(t for v in READ_IMPERATIVE_BY_KIND.values() for t in v)}
+    questions = {*(t for v in READ_GOALS.values() for t in v), *(t for v in READ_WHERE.values() for t in v)}
+    assert all("?" not in t and t.endswith(".") for t in commands)
+    assert {w for t in commands for w in WORD.findall(t.lower())} - {"l"} <= \
+        {w for t in questions for w in WORD.findall(t.lower())}   # no new word: goal_words (and pools) unchanged
+    assert {"read", "show", "value"} <= goal_words()
+    base = PretrainSource(CFG, {"read": 1}, Difficulty(min_lines=3, max_lines=30), seed=2)
+    off = PretrainSource(CFG, {"read": 1}, Difficulty(min_lines=3, max_lines=30), seed=2, read_imperative=0.0)
+    on = PretrainSource(CFG, {"read": 1}, Difficulty(min_lines=3, max_lines=30), seed=2, read_imperative=1.0)
+    assert all(base[i] == off[i] for i in range(20))
+    goals = [on[i] for i in range(60)]
+    assert sum(it["goal"] in {t.format(L=it["label"]) for t in commands} for it in goals) == 60
+    for it in goals:
+        _, action = parse_response(it["target"], CFG.dialect)
+        assert action.type == "answer" and action.text == " " + it["answer"]
+        assert it["label"] in it["goal"] and it["goal"] in it["messages"][-1]["content"][-1]["text"]
+    assert {it["goal"].split()[0] for it in goals} == {"Read", "Show"}
+
+
 def test_state_answers_agree_with_the_flags():
     items = _items(150, mix={"state": 1}, min_lines=3, max_lines=20)
     assert {it["answer"] for it in items} == {"yes", "no"}
@@ -378,6 +402,7 @@ def test_unlabelled_lines_count_too():
     (lambda: PretrainSource(CFG, pool="test"), "pool"),
     (lambda: PretrainSource(CFG, goals_per_screen=0), "goals_per_screen"),
     (lambda: PretrainSource(CFG, token_values=1.5), "token_values"),
+    (lambda: PretrainSource(CFG, read_imperative=-0.1), "read_imperative"),
     (lambda: PretrainSource(PromptConfig(observation="both", target="element")), "prompt_cfg.observation"),
     (lambda: PretrainSource(PromptConfig(observation="ui_text", target="coordinate")), "prompt_cfg.target"),
     (lambda: PretrainSource(quickstart_prompt_config(dialect="uitars")), "prompt_cfg.dialect"),
