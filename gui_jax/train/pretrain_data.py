@@ -34,7 +34,8 @@ from gui_jax.rl.batch import TrainSample
 from gui_jax.rl.prompting import (PromptConfig, build_messages, compact_history, expert_response, model_text,
                                   ui_text, word_spaced)
 from gui_jax.train.pretrain_labels import (DEFAULT_LABEL_KINDS, HOME_GOALS, LABEL_KINDS, NO, POOLS, READ_GOALS,
-                                           READ_IMPERATIVE, READ_IMPERATIVE_BY_KIND, READ_WHERE, STATE_GOALS, TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
+                                           READ_IMPERATIVE, READ_IMPERATIVE_BY_KIND, READ_WHERE, STATE_GOALS,
+                                           TAP_GOALS, TOGGLE_GOALS, YES, label_pool)
 from gui_jax.train.pretrain_apps import MAX_PAGE_LINES, PAGE_APP, app_serves, build_app_screen
 from gui_jax.train.pretrain_launch import APPS, LAUNCH_GOALS, launch_action, launch_goal, launcher_observation
 from gui_jax.train.pretrain_screens import (LAYOUTS, MAX_LINES, MIN_LINES, SERVES, build_screen, draw_kind,

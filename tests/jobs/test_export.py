@@ -73,8 +73,9 @@ def test_export_writes_a_transformers_loadable_directory_with_equal_logits(train
         theirs = hf(input_ids=t_ids, attention_mask=torch.ones_like(t_ids), pixel_values=torch.from_numpy(pixels),
                     image_grid_thw=torch.from_numpy(grid), mm_token_type_ids=(t_ids == mc.image_token_id).long()
                     ).logits.numpy()
-    # float32 parity relative to the logits' scale (the shipped base's reach |37|: 2e-4 apart, 5.5e-6 of it)
-    assert np.max(np.abs(mine - theirs)) <= 1e-5 * max(1.0, float(np.max(np.abs(theirs))))
+    # float32 parity relative to the logits' scale: two op orders drift apart with the activations' size (base
+    # G6's reach |37|: 2e-4 apart, 5.5e-6 of it; R1a's |55|: 7.1e-4, 1.3e-5); a wrong weight moves logits by O(1)
+    assert np.max(np.abs(mine - theirs)) <= 5e-5 * max(1.0, float(np.max(np.abs(theirs))))
 
 
 def test_evaluate_on_export_equals_evaluate_on_checkpoint(trained):
