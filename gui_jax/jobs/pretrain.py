@@ -103,7 +103,7 @@ def token_weights_line(cfg) -> str:
             + (f"every action-name token weighs {action:g}; " if action != 1.0 else ""))
 
 
-def relabel_line(cfg) -> str:
+def read_items_line(cfg) -> str:
     """The card's words for pretrain.relabel (read items with fresh made-up label words) and
     pretrain.read_imperative (read goals written as commands)."""
     p, q = float(cfg.get("relabel", 0.0)), float(cfg.get("read_imperative", 0.0))
@@ -196,7 +196,7 @@ def model_card(config, workdir: str, out: dict) -> str:
         f"{'earlier steps on %s of goals; ' % cfg.get('history') if cfg.get('history', 0.0) else ''}"
         f"{'an item with earlier steps asks its first goal alone; ' if cfg.get('history_alone', False) else ''}"
         f"{token_weights_line(cfg)}"
-        f"{relabel_line(cfg)}"
+        f"{read_items_line(cfg)}"
         f"launch goals {cfg.get('launch_goals', 'topics')}; "
         f"prompt_loss_weight {cfg.prompt_loss_weight}; UI text index "
         f"{'after' if config.prompt.get('ui_text_index_last', False) else 'before'} the label",

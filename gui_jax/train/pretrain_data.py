@@ -340,7 +340,7 @@ def _goal_and_action(rng, need: str, s, tap_element: Optional[int],
     if need == "read":
         # a value that is part of a line ("part") is asked only in its page's own phrasing
         options = READ_GOALS.get(s.value_kind, ()) + READ_WHERE.get(s.where, ()) + extra
-        generic = READ_GOALS.get(s.value_kind) or READ_WHERE.get(s.where)
+        generic = READ_GOALS.get(s.value_kind) or READ_WHERE.get(s.where)   # page-only phrasings stay as they are
         if read_imperative > 0 and generic and rng.random() < read_imperative:   # no draw at 0: streams unchanged
             options = READ_IMPERATIVE + READ_IMPERATIVE_BY_KIND.get(s.value_kind, ())
         return _pick(rng, options).format(L=s.label), Action("answer", text=s.value), s.value

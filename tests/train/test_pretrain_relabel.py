@@ -100,9 +100,9 @@ def test_relabel_zero_leaves_the_stream_unchanged_and_a_bad_probability_is_refus
 
 
 def test_the_card_names_the_relabelling():
-    from gui_jax.jobs.pretrain import relabel_line
-    assert relabel_line({"relabel": 0.5}) == "read items relabelled with fresh made-up words with probability 0.5; "
-    assert relabel_line({}) == ""
-    assert relabel_line({"relabel": 1.0, "read_imperative": 0.3}) == (
+    from gui_jax.jobs.pretrain import read_items_line
+    assert read_items_line({"relabel": 0.5}) == "read items relabelled with fresh made-up words with probability 0.5; "
+    assert read_items_line({}) == ""
+    assert read_items_line({"relabel": 1.0, "read_imperative": 0.3}) == (
         "read items relabelled with fresh made-up words with probability 1; "
         "read goals written as commands (no question mark) with probability 0.3; ")
