@@ -25,8 +25,8 @@ label shares a word with the target's, another row, an index the screen does not
 and the hits by the target's quarter of the screen; read items likewise (another line's whole text: the look-up
 failed; part of the value: the copy failed; other text, another action, unparsable), by the value's quarter,
 and token by token (the first token: the look-up; each later one: the copy; base_eval_misses.copy_profile).
-Teacher-forced exact match (the pretrain job's metric) is a lower bound on this. Weights: `eval.checkpoint_dir` (a stage's Orbax checkpoints), else `model.checkpoint` (a Hugging Face
-directory or `builtin:<name>`); neither refuses to run unless `eval.untrained=True`.
+Teacher-forced exact match (the pretrain job's metric) is a lower bound on this. Weights: `eval.checkpoint_dir`
+(Orbax), else `model.checkpoint` (Hugging Face folder, `builtin:<name>`); neither: refused unless `eval.untrained`.
 `base_eval.pointer_layout` (the base's hop=layer.head layout) also scores the look-up circuit hop by hop on
 the first `attention_items` tap and read items (train/pointer_find.py): where a miss comes from.
 Each part keeps its per-item hits and a digest of its items; `base_eval.compare_to` (an earlier results.json
